@@ -1,0 +1,133 @@
+"""The differential analysis: one template in, one format description out.
+
+Stages run in a fixed order, each reading renders through one ``Session`` and handing typed findings
+on: input forms first (they decide how every later conversation is spelled), then the turn, reasoning,
+calls (with their arguments), results, and the capabilities that collect what each stage saw.
+"""
+
+from __future__ import annotations
+
+import re
+
+import minijinja
+
+from analyzer.description import (
+    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, FormatDescription, JsonArguments,
+    KeyValueArguments, TemplateRef, Unknown,
+)
+from analyzer.detect.calls import detect_calls
+from analyzer.detect.forms import probe
+from analyzer.detect.reasoning import detect_reasoning
+from analyzer.detect.results import detect_results
+from analyzer.detect.turn import detect_turn
+from analyzer.render import variants as v
+from analyzer.render.engines import DEFAULT_ENGINE, RenderLimits, compile_template
+from analyzer.render.session import Failed, Session
+from analyzer.template import Template
+
+# Variables every chat template may read; anything else it reads undefined is the template's own.
+_KNOWN_VARIABLES = {
+    "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "raise_exception",
+    "strftime_now", "enable_thinking", "range", "namespace", "dict", "loop", "true", "false", "none",
+    "True", "False", "None", "lipsum", "cycler", "joiner",
+}
+
+
+def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderLimits | None = None
+            ) -> FormatDescription:
+    compiled = compile_template(template, engine, limits)
+    session = Session(compiled, v.InputForm())
+    warnings: list[str] = []
+
+    session = _bind_missing_variables(template, session, warnings)
+    found = probe(session)
+    warnings += found.warnings
+    session = session.with_form(found.form)
+
+    turn = detect_turn(session, found.call_output)
+    reasoning = detect_reasoning(session, turn)
+    ids = CallIds("not written", found.id_forms_accepted, found.id_forms_refused) \
+        if found.id_forms_accepted else Unknown("no id form renders a call")
+    finding = detect_calls(session, turn, found.call_output, ids)
+    warnings += finding.warnings
+    calls = finding.calls
+    results = detect_results(session) if isinstance(calls, Calls) else Unknown("the template writes no tool calls")
+
+    capabilities = Capabilities(
+        tools=_tools_capability(session),
+        tool_calls=Capability("yes") if isinstance(calls, Calls) else Capability("no", calls.reason),
+        parallel_calls=finding.parallel,
+        system_role=found.system_role,
+        object_arguments=found.object_arguments,
+        string_arguments=found.string_arguments,
+        content_none=found.content_none,
+        thinking_toggle=_thinking_capability(session),
+    )
+    return FormatDescription(
+        schema_version=SCHEMA_VERSION,
+        template=TemplateRef(template.name, template.sha256, compiled.engine),
+        format=classify(calls),
+        turn=turn,
+        reasoning=reasoning,
+        calls=calls,
+        results=results,
+        capabilities=capabilities,
+        warnings=tuple(warnings),
+    )
+
+
+def classify(calls: Calls | Unknown) -> str:
+    """A short class name: how the name and the arguments are written."""
+    if isinstance(calls, Unknown):
+        return "none"
+    if calls.json_call is not None:
+        return "json"
+    arguments = calls.arguments
+    if isinstance(arguments, JsonArguments):
+        return "tag-json"
+    if isinstance(arguments, KeyValueArguments):
+        syntaxes = {form.syntax for form in arguments.forms if form.json_type != "string"}
+        if syntaxes and syntaxes <= {"python"} or arguments.string_escaping == "python":
+            return "python"
+        return "tag-kv"
+    return "unknown"
+
+
+def _tools_capability(session: Session) -> Capability:
+    with_tools = session.prompt(tools=True)
+    without = session.prompt(tools=False)
+    if isinstance(with_tools, Failed):
+        return Capability("refused" if with_tools.refused else "error", with_tools.message)
+    if v.FN1 in with_tools or v.DESCRIPTION1 in with_tools:
+        return Capability("yes")
+    if isinstance(without, str) and without == with_tools:
+        return Capability("no", "tools do not change the prompt")
+    return Capability("dropped", "tool definitions are not written")
+
+
+def _thinking_capability(session: Session) -> Capability:
+    on = session.prompt(extra={"enable_thinking": True})
+    off = session.prompt(extra={"enable_thinking": False})
+    if isinstance(on, Failed) or isinstance(off, Failed):
+        return Capability("unknown", "prompt does not render with enable_thinking set")
+    return Capability("yes") if on != off else Capability("no", "enable_thinking does not change the prompt")
+
+
+def _bind_missing_variables(template: Template, session: Session, warnings: list[str]) -> Session:
+    """Templates that read variables of their own (``functions``, ``datetime``) get empty strings for them,
+    so that the rest of the template can be analysed; the warning says which."""
+    prompt = session.prompt()
+    if not isinstance(prompt, Failed) or "undefined" not in prompt.message:
+        return session
+    try:
+        names = minijinja.Environment().undeclared_variables_in_str(template.source)
+    except Exception:  # noqa: BLE001 - a template minijinja cannot parse keeps its failure
+        return session
+    missing = sorted(n for n in names if n not in _KNOWN_VARIABLES and not re.match(r"^_", n))
+    if not missing:
+        return session
+    bound = Session(session.compiled, session.form, extra={**session.extra, **{n: "" for n in missing}})
+    if isinstance(bound.prompt(), Failed):
+        return session
+    warnings.append(f"the template reads variables of its own, bound to empty strings: {', '.join(missing)}")
+    return bound

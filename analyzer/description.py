@@ -1,0 +1,301 @@
+"""The format description: what a template does, as data.
+
+One description per template; the parser, the grammar, the audit and the export are all generated
+from it. Nodes are frozen, slotted dataclasses with a ``kind`` discriminator; sequences are tuples, so
+descriptions hash and compare. ``to_dict`` writes plain JSON values with sorted keys (golden files are
+byte-stable) and ``from_dict`` re-creates only the node classes registered here.
+
+Where the renders show nothing, a field holds ``Unknown(reason)``: never ``None``, never a guess.
+
+A call (and an argument, for key/value formats) is a ``Pattern``: literal ``Text`` and ``Field``
+slots in the order the template writes them, e.g. ``<tool_call>`` ``{call JSON}`` ``</tool_call>`` or
+``<|tool_call_begin|>functions.`` ``{name}`` ``:`` ``{index}`` ``<|tool_call_argument_begin|>`` ``{arguments}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, ClassVar, Union
+
+from analyzer.errors import DescriptionError
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """The renders gave no evidence for this field."""
+
+    kind: ClassVar[str] = "unknown"
+    reason: str
+
+
+# --------------------------------------------------------------------------- patterns
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Literal text the template writes as is."""
+
+    kind: ClassVar[str] = "text"
+    text: str
+
+
+# Fields a pattern can hold. In a call: name, id, index, arguments, call (a whole JSON call object).
+# In a key/value argument: key, value.
+FIELD_NAMES = ("name", "id", "index", "arguments", "call", "key", "value")
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """A slot filled per call or per argument. ``base`` is the first value of an ``index`` field."""
+
+    kind: ClassVar[str] = "field"
+    name: str
+    base: int = 0
+
+
+Part = Union[Text, Field]
+Pattern = tuple[Part, ...]
+
+
+def pattern_text(pattern: Pattern) -> str:
+    """A one-line picture of a pattern, fields in braces."""
+    return "".join(p.text if isinstance(p, Text) else "{" + p.name + "}" for p in pattern)
+
+
+def literals(pattern: Pattern) -> tuple[str, ...]:
+    return tuple(p.text for p in pattern if isinstance(p, Text) and p.text)
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+@dataclass(frozen=True, slots=True)
+class JsonArguments:
+    """Arguments written as one value: a JSON object, a JSON string holding one, or a Python dict."""
+
+    kind: ClassVar[str] = "json_arguments"
+    encoding: str  # "object" | "string" | "python"
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentForm:
+    """How one argument of a JSON type is written: a pattern with ``key`` and ``value`` fields, and the
+    syntax of the value text ("raw": as is up to the next literal; "json"; "python")."""
+
+    kind: ClassVar[str] = "argument_form"
+    json_type: str
+    pattern: Pattern
+    syntax: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValueArguments:
+    """Arguments written one by one, each by the form for its JSON type, joined by ``separator``."""
+
+    kind: ClassVar[str] = "key_value_arguments"
+    separator: str | Unknown
+    forms: tuple[ArgumentForm, ...]
+    string_escaping: str | Unknown  # "none" (written raw), "json", "python"
+
+
+Arguments = Union[JsonArguments, KeyValueArguments, Unknown]
+
+
+# --------------------------------------------------------------------------- calls
+
+
+@dataclass(frozen=True, slots=True)
+class JsonCall:
+    """A call written as one JSON object. Paths are key paths from the object's root."""
+
+    kind: ClassVar[str] = "json_call"
+    name_path: tuple[str, ...]  # () when the name is the object's only key
+    name_is_key: bool
+    arguments_path: tuple[str, ...]
+    arguments_encoding: str  # "object" | "string"
+    id_path: tuple[str, ...] | None
+    index_path: tuple[str, ...] | None
+    index_base: int
+    constants: tuple[tuple[tuple[str, ...], str], ...]  # (path, JSON text) written the same for every call
+    key_order: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CallIds:
+    """Where a call id is written and what the template accepts."""
+
+    kind: ClassVar[str] = "call_ids"
+    written: str  # "as given" | "generated" (the template makes its own, e.g. from the index) | "not written"
+    accepted: tuple[str, ...]  # id forms the template rendered: "openai" (call_...), "alnum9"
+    refused: tuple[tuple[str, str], ...]  # (form, the template's message)
+
+
+@dataclass(frozen=True, slots=True)
+class Calls:
+    """How the assistant writes tool calls.
+
+    ``section_open``/``section_close`` wrap all calls of a turn once; ``separator`` goes between two
+    calls; ``call`` is one call, markers written per call included.
+    """
+
+    kind: ClassVar[str] = "calls"
+    section_open: str
+    section_close: str
+    separator: str | Unknown
+    call: Pattern
+    json_call: JsonCall | None
+    arguments: Arguments
+    ids: CallIds | Unknown
+    content_before_calls: str | Unknown  # "kept" | "dropped"
+
+
+# --------------------------------------------------------------------------- turn, reasoning, results
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """The assistant turn. The model's output starts right after ``generation_prompt``.
+
+    ``history_prefix`` is what the template writes in history at the start of an assistant turn and
+    the generation prompt does not (so the model writes it); ``content_open``/``content_close`` wrap
+    plain content; ``end`` closes the turn; ``stop`` are the strings a server should stop on.
+    """
+
+    kind: ClassVar[str] = "turn"
+    generation_prompt: str | Unknown
+    history_prefix: str
+    content_open: str
+    content_close: str
+    end: str | Unknown
+    stop: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    kind: ClassVar[str] = "reasoning"
+    open: str
+    close: str
+    field: str  # the message key the template reads reasoning from
+    forced_open: bool  # the generation prompt itself opens the reasoning block
+    empty_block: str  # what history writes for a turn without reasoning ("" when nothing)
+    toggle: str | Unknown  # "enable_thinking" when that variable changes the prompt
+
+
+@dataclass(frozen=True, slots=True)
+class Results:
+    """How tool results are written back."""
+
+    kind: ClassVar[str] = "results"
+    role: str  # role of the message the client sends: "tool"
+    open: str  # text before a result
+    close: str  # text after a result
+    separator: str | Unknown  # between two consecutive results
+    carries_id: bool
+    carries_name: bool
+    json_content: str  # "as is" | "quoted" (escaped into a string) | "unknown"
+    linked_by: str  # "id" | "name" | "order"
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """Whether the template takes an input: "yes", "no", "refused" (raises), "dropped" (renders
+    without it), or "unknown"; ``message`` is the template's own error text when it refuses."""
+
+    kind: ClassVar[str] = "capability"
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    kind: ClassVar[str] = "capabilities"
+    tools: Capability
+    tool_calls: Capability
+    parallel_calls: Capability
+    system_role: Capability
+    object_arguments: Capability
+    string_arguments: Capability
+    content_none: Capability
+    thinking_toggle: Capability
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateRef:
+    kind: ClassVar[str] = "template"
+    name: str
+    sha256: str
+    engine: str
+
+
+@dataclass(frozen=True, slots=True)
+class FormatDescription:
+    kind: ClassVar[str] = "format_description"
+    schema_version: int
+    template: TemplateRef
+    format: str  # short class name; "none" when the template renders no tool calls
+    turn: Turn
+    reasoning: Reasoning | Unknown
+    calls: Calls | Unknown
+    results: Results | Unknown
+    capabilities: Capabilities
+    warnings: tuple[str, ...] = field(default=())
+
+
+# --------------------------------------------------------------------------- serialisation
+
+_NODES: dict[str, type] = {
+    cls.kind: cls
+    for cls in (Unknown, Text, Field, JsonArguments, ArgumentForm, KeyValueArguments, JsonCall, CallIds,
+                Calls, Turn, Reasoning, Results, Capability, Capabilities, TemplateRef, FormatDescription)
+}
+
+
+def to_dict(node: Any) -> Any:
+    """Plain JSON values: nodes become objects with their ``kind``, tuples become lists."""
+    if is_dataclass(node):
+        out = {"kind": type(node).kind}
+        for f in fields(node):
+            out[f.name] = to_dict(getattr(node, f.name))
+        return out
+    if isinstance(node, tuple):
+        return [to_dict(item) for item in node]
+    return node
+
+
+def from_dict(data: Any) -> Any:
+    if isinstance(data, dict):
+        kind = data.get("kind")
+        cls = _NODES.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            raise DescriptionError(f"unknown node kind {kind!r} in format description")
+        names = {f.name for f in fields(cls)}
+        extra = set(data) - names - {"kind"}
+        if extra:
+            raise DescriptionError(f"unexpected field(s) {sorted(extra)} in {kind!r} node")
+        try:
+            return cls(**{k: from_dict(v) for k, v in data.items() if k != "kind"})
+        except TypeError as exc:
+            raise DescriptionError(f"malformed {kind!r} node: {exc}") from None
+    if isinstance(data, list):
+        return tuple(from_dict(item) for item in data)
+    return data
+
+
+def dumps(description: FormatDescription) -> str:
+    return json.dumps(to_dict(description), ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+
+
+def loads(text: str) -> FormatDescription:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DescriptionError(f"format description is not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        raise DescriptionError(f"format description must have schema_version {SCHEMA_VERSION}")
+    node = from_dict(data)
+    if not isinstance(node, FormatDescription):
+        raise DescriptionError("file holds no format description")
+    return node

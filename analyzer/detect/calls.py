@@ -1,0 +1,247 @@
+"""Tool calls: section markers, the per-call pattern, the separator between parallel calls.
+
+One call and two parallel calls are rendered; the second render is the first with one more call
+inserted, and the unit that repeats is one call (``diff.repeated_unit``). What wraps that unit in the
+one-call render is the section; what is inserted before the second call is the separator. Inside the
+unit, sentinels mark the fields: the function name, the id, an index that counts calls, and the
+arguments, either inside one JSON object that is the whole call or on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.description import (
+    CallIds, Calls, Capability, Field, JsonCall, KeyValueArguments, Part, Turn, Unknown,
+)
+from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
+from analyzer.diff import find_all, repeated_unit
+from analyzer.render import variants as v
+from analyzer.render.session import Failed, Session
+import re
+
+
+@dataclass(frozen=True, slots=True)
+class CallsFinding:
+    calls: Calls | Unknown
+    parallel: Capability
+    warnings: tuple[str, ...]
+
+
+def calls_region(output: str, turn: Turn) -> tuple[int, int]:
+    """Span of ``output`` between what every assistant turn starts and ends with."""
+    start = len(turn.history_prefix) if output.startswith(turn.history_prefix) else 0
+    end = len(output)
+    if isinstance(turn.end, str) and turn.end and output.endswith(turn.end):
+        end -= len(turn.end)
+    return start, max(start, end)
+
+
+def _substitute_call(form: v.InputForm):
+    id1, id2 = form.ids()
+
+    def substitute(text: str) -> str:
+        return text.replace(v.FN2, v.FN1).replace(v.STR2, v.STR1).replace(id2, id1)
+
+    return substitute
+
+
+def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: CallIds | Unknown) -> CallsFinding:
+    warnings: list[str] = []
+    if isinstance(call_output, Failed):
+        return CallsFinding(Unknown(f"a tool call does not render: {call_output.message}"),
+                            Capability("unknown"), ())
+    if v.FN1 not in call_output:
+        return CallsFinding(Unknown("tool calls in history are not written"), Capability("unknown"), ())
+    form = session.form
+    start, end = calls_region(call_output, turn)
+    region = call_output[start:end]
+
+    two = session.output(v.assistant(form, calls=(v.CALL1, v.CALL2)))
+    unit = None
+    if isinstance(two, Failed):
+        parallel = Capability("refused" if two.refused else "error", two.message)
+    elif v.FN2 not in two:
+        parallel = Capability("dropped", "only the first of two parallel calls is written")
+    else:
+        parallel = Capability("yes")
+        two_start, two_end = calls_region(two, turn)
+        unit = repeated_unit(region, two[two_start:two_end], _substitute_call(form), v.FN1)
+        if unit is None:
+            warnings.append("two parallel calls are not written as one call repeated; separator unknown")
+
+    if unit is not None:
+        call_start, call_end, separator = unit.start, unit.end, unit.separator
+        counters = unit.counters
+        second = unit.second
+    else:
+        stripped = region.strip()
+        call_start = region.find(stripped) if stripped else 0
+        call_end = call_start + len(stripped)
+        separator = Unknown("parallel calls are not written") if parallel.status != "yes" else Unknown(
+            "parallel calls do not repeat one pattern")
+        counters, second = (), None
+    call_text = region[call_start:call_end]
+    section_open, section_close = region[:call_start], region[call_end:]
+
+    pattern_spans: list[tuple[int, int, Part]] = []
+    json_call = _json_call(call_text, second, form)
+    arguments: Any
+    if json_call is not None:
+        (js, je), json_call = json_call
+        pattern_spans.append((js, je, Field("call")))
+        arguments = json_arguments_of(json_call)
+    else:
+        located = find_json_arguments(call_text, v.CALL1.arguments)
+        if located is None:
+            kv = find_key_value_arguments(session, call_output, start + call_start, start + call_end)
+            located = kv if isinstance(kv, Located) else None
+            arguments = kv if isinstance(kv, Unknown) else kv.arguments
+        else:
+            arguments = located.arguments
+        if located is not None:
+            pattern_spans.append((located.start, located.end, Field("arguments")))
+        taken = [(s, e) for s, e, _ in pattern_spans]
+        pattern_spans += [(i, i + len(v.FN1), Field("name")) for i in find_all(call_text, v.FN1)
+                          if not _inside(i, taken)]
+        id1 = form.ids()[0]
+        pattern_spans += [(i, i + len(id1), Field("id")) for i in find_all(call_text, id1) if not _inside(i, taken)]
+        digit_runs = list(re.finditer(r"\d+", call_text))
+        for k, old, _new in counters:
+            run = digit_runs[k] if k < len(digit_runs) else None
+            if run is not None and not _inside(run.start(), taken):
+                pattern_spans.append((run.start(), run.end(), Field("index", int(old))))
+    pattern = build_pattern(call_text, pattern_spans)
+
+    content = session.output(v.assistant(form, content=v.CONTENT_TEXT, calls=(v.CALL1,)))
+    if isinstance(content, Failed):
+        content_before = Unknown(f"content beside a call does not render: {content.message}")
+    else:
+        content_before = "kept" if v.CONTENT_TEXT in content else "dropped"
+
+    calls = Calls(
+        section_open=section_open,
+        section_close=section_close,
+        separator=separator,
+        call=pattern,
+        json_call=json_call if isinstance(json_call, JsonCall) else None,
+        arguments=arguments,
+        ids=_written_ids(ids, pattern, json_call if isinstance(json_call, JsonCall) else None),
+        content_before_calls=content_before,
+    )
+    return CallsFinding(calls, parallel, tuple(warnings))
+
+
+def _inside(i: int, spans: list[tuple[int, int]]) -> bool:
+    return any(s <= i < e for s, e in spans)
+
+
+def json_arguments_of(call: JsonCall):
+    from analyzer.description import JsonArguments
+
+    return JsonArguments(call.arguments_encoding)
+
+
+def _written_ids(ids: CallIds | Unknown, pattern: tuple[Part, ...], json_call: JsonCall | None) -> CallIds | Unknown:
+    if isinstance(ids, Unknown):
+        return ids
+    fields = {p.name for p in pattern if isinstance(p, Field)}
+    if "id" in fields or (json_call is not None and json_call.id_path is not None):
+        written = "as given"
+    elif "index" in fields or (json_call is not None and json_call.index_path is not None):
+        written = "generated"
+    else:
+        written = "not written"
+    return CallIds(written, ids.accepted, ids.refused)
+
+
+# --------------------------------------------------------------------------- JSON calls
+
+
+def _paths(value: Any, path: tuple[str, ...] = ()):
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*path, str(key)))
+
+
+def _contains_name(value: Any) -> bool:
+    if isinstance(value, dict):
+        return v.FN1 in value or any(_contains_name(item) for item in value.values())
+    return value == v.FN1
+
+
+def _json_call(call_text: str, second: str | None, form: v.InputForm):
+    """The JSON object that is the whole call, if there is one: ((start, end), JsonCall)."""
+    for start, end, value in json_values(call_text):
+        if isinstance(value, dict) and _contains_name(value):
+            other = None
+            if second is not None:
+                for _, _, candidate in json_values(second):
+                    if isinstance(candidate, dict) and (v.FN2 in json.dumps(candidate)):
+                        other = candidate
+                        break
+            layout = _layout(value, other, form)
+            return ((start, end), layout) if layout is not None else None
+    return None
+
+
+def _layout(call: dict[str, Any], other: dict[str, Any] | None, form: v.InputForm) -> JsonCall | None:
+    arguments = v.CALL1.arguments
+    id1 = form.ids()[0]
+    if v.FN1 in call and len(call) == 1:
+        inner = call[v.FN1]
+        if inner == arguments:
+            return JsonCall((), True, (), "object", None, None, 0, (), (v.FN1,))
+        if isinstance(inner, str) and _loads(inner) == arguments:
+            return JsonCall((), True, (), "string", None, None, 0, (), (v.FN1,))
+        return None
+    name_path = arguments_path = id_path = index_path = None
+    encoding, index_base = "object", 0
+    constants: list[tuple[tuple[str, ...], str]] = []
+    other_leaves = dict(_paths(other)) if other is not None else {}
+    for path, value in _paths(call):
+        if not path:
+            continue
+        if value == v.FN1:
+            name_path = path
+        elif value == arguments:
+            arguments_path, encoding = path, "object"
+        elif isinstance(value, str) and _loads(value) == arguments:
+            arguments_path, encoding = path, "string"
+        elif value == id1:
+            id_path = path
+        elif isinstance(value, dict):
+            if not _contains_name(value) and not _under(path, arguments_path):
+                constants.append((path, json.dumps(value, ensure_ascii=False)))
+        elif _under(path, arguments_path) or _under(path, name_path):
+            continue
+        elif path in other_leaves and other_leaves[path] != value and _is_counter(value, other_leaves[path]):
+            index_path, index_base = path, int(value)
+        elif not any(_under(path, p) for p, _ in constants):
+            constants.append((path, json.dumps(value, ensure_ascii=False)))
+    if name_path is None or arguments_path is None:
+        return None
+    constants = [(p, text) for p, text in constants if not _under(p, arguments_path)]
+    return JsonCall(name_path, False, arguments_path, encoding, id_path, index_path, index_base,
+                    tuple(constants), tuple(call))
+
+
+def _under(path: tuple[str, ...], parent: tuple[str, ...] | None) -> bool:
+    return parent is not None and len(path) > len(parent) and path[:len(parent)] == parent
+
+
+def _is_counter(first: Any, second: Any) -> bool:
+    try:
+        return int(second) == int(first) + 1
+    except (TypeError, ValueError):
+        return False
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

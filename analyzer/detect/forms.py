@@ -1,0 +1,101 @@
+"""Which input forms the template takes: the probing that runs before any diff.
+
+A client may send content ``""`` or ``None`` beside tool calls, arguments as an object or as a JSON
+string, ids in OpenAI's style or 9 alphanumerics, a system message or none. We try the forms in the
+order clients most often send them and keep the first under which the template writes a call; each
+other form is then tried once against it, so the description can say what the template refuses and
+in its own words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from analyzer.description import Capability
+from analyzer.render import variants as v
+from analyzer.render.session import Failed, Session
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    form: v.InputForm
+    call_output: str | Failed  # the model output for one call under ``form``
+    object_arguments: Capability
+    string_arguments: Capability
+    content_none: Capability
+    system_role: Capability
+    id_forms_accepted: tuple[str, ...]
+    id_forms_refused: tuple[tuple[str, str], ...]
+    warnings: tuple[str, ...]
+
+
+def _renders_call(output: str | Failed) -> bool:
+    return isinstance(output, str) and v.FN1 in output
+
+
+def _call_output(session: Session, form: v.InputForm) -> str | Failed:
+    return session.with_form(form).output(v.assistant(form, calls=(v.CALL1,)))
+
+
+def _status(output: str | Failed) -> Capability:
+    if isinstance(output, Failed):
+        return Capability("refused" if output.refused else "error", output.message)
+    if not _renders_call(output):
+        return Capability("dropped", "the call is not written")
+    return Capability("yes")
+
+
+def probe(session: Session) -> Probe:
+    warnings: list[str] = []
+    base = session.form
+    system_form = base.with_(system_role=True)
+    system_prompt = session.with_form(system_form).prompt()
+    if isinstance(system_prompt, Failed):
+        system_role = Capability("refused" if system_prompt.refused else "error", system_prompt.message)
+    elif v.SYSTEM_TEXT in system_prompt:
+        system_role = Capability("yes")
+    else:
+        system_role = Capability("dropped", "the system message is not written")
+
+    chosen: v.InputForm | None = None
+    chosen_output: str | Failed = Failed("no form tried", False)
+    first_failure: Failed | None = None
+    for as_string, content, id_form, descriptions in product(
+            (False, True), ("", None), tuple(v.ID_FORMS), (True, False)):
+        form = base.with_(arguments_as_string=as_string, content_with_calls=content, id_form=id_form,
+                          tool_descriptions=descriptions)
+        output = _call_output(session, form)
+        if _renders_call(output):
+            chosen, chosen_output = form, output
+            break
+        if isinstance(output, Failed) and first_failure is None:
+            first_failure = output
+    if chosen is None:
+        # No form writes a call: keep the plainest form for the rest of the analysis.
+        chosen = base
+        chosen_output = first_failure or _call_output(session, base)
+        return Probe(chosen, chosen_output, Capability("unknown"), Capability("unknown"), Capability("unknown"),
+                     system_role, (), (), tuple(warnings))
+
+    if not chosen.tool_descriptions:
+        warnings.append("the template fails on tools without descriptions; analysed without them")
+
+    object_output = _call_output(session, chosen.with_(arguments_as_string=False))
+    string_output = _call_output(session, chosen.with_(arguments_as_string=True))
+    object_arguments = _status(object_output)
+    string_arguments = _status(string_output)
+    if object_arguments.status == "yes" and string_arguments.status == "yes" and object_output != string_output:
+        string_arguments = Capability("differs", "arguments given as a JSON string are written differently "
+                                                 "from an object (for example quoted twice)")
+    content_none = _status(_call_output(session, chosen.with_(content_with_calls=None)))
+
+    accepted, refused = [], []
+    for id_form in v.ID_FORMS:
+        output = _call_output(session, chosen.with_(id_form=id_form))
+        if _renders_call(output):
+            accepted.append(id_form)
+        elif isinstance(output, Failed):
+            refused.append((id_form, output.message))
+    return Probe(chosen, chosen_output, object_arguments, string_arguments, content_none, system_role,
+                 tuple(accepted), tuple(refused), tuple(warnings))

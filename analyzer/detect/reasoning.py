@@ -1,0 +1,85 @@
+"""Reasoning: the markers around it, the message key it is read from, whether the prompt opens it.
+
+The block is found by rendering the same content turn with and without reasoning; its open marker is
+the text right before the reasoning sentinel back to where the two renders part, and its close marker
+the text after it up to where they meet again. When the two renders part or meet inside a marker
+(``<think>\\n\\n</think>`` versus ``<think>\\nR\\n</think>``), the marker next to the sentinel is taken whole.
+"""
+
+from __future__ import annotations
+
+import re
+
+from analyzer.description import Reasoning, Turn, Unknown
+from analyzer.diff import common_prefix_len, common_suffix_len, marker_end, marker_start
+from analyzer.render import variants as v
+from analyzer.render.session import Failed, Session
+
+REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+_MARKER = re.compile(r"<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\]")
+
+
+def _last_marker_start(text: str) -> int | None:
+    found = None
+    for m in _MARKER.finditer(text):
+        found = m.start()
+    return found
+
+
+def _first_marker_end(text: str) -> int | None:
+    m = _MARKER.search(text)
+    return m.end() if m else None
+
+
+def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
+    plain = session.output(v.assistant(session.form, content=v.CONTENT_TEXT))
+    if isinstance(plain, Failed):
+        return Unknown(f"content turn does not render: {plain.message}")
+    for key in REASONING_KEYS:
+        form = session.form.with_(reasoning_key=key)
+        output = session.with_form(form).output(
+            v.assistant(form, content=v.CONTENT_TEXT, reasoning=v.REASONING_TEXT))
+        if isinstance(output, str) and v.REASONING_TEXT in output:
+            return _markers(session, turn, plain, output, key)
+    return Unknown("no reasoning field (reasoning_content, reasoning, thinking) is written in history")
+
+
+def _markers(session: Session, turn: Turn, plain: str, output: str, key: str) -> Reasoning | Unknown:
+    at = output.find(v.REASONING_TEXT)
+    after_at = at + len(v.REASONING_TEXT)
+    head = marker_start(output, min(common_prefix_len(plain, output), at))
+    before = output[head:at]
+    if not _MARKER.search(before) or head == at:
+        start = _last_marker_start(output[:at])
+        if start is not None:
+            head = start
+        before = output[head:at]
+    tail = marker_end(output, max(len(output) - common_suffix_len(plain, output), after_at))
+    after = output[after_at:tail]
+    if not _MARKER.search(after):
+        end = _first_marker_end(output[after_at:])
+        if end is not None:
+            after = output[after_at:after_at + end]
+            # Keep the whitespace a template writes after the close marker: the model writes it too.
+            rest = output[after_at + end:]
+            after += rest[:len(rest) - len(rest.lstrip())]
+    if not before.strip() and not after.strip():
+        return Unknown("reasoning is written with no markers around it")
+
+    prompt = turn.generation_prompt
+    forced_open = isinstance(prompt, str) and bool(before.strip()) and prompt.rstrip().endswith(before.strip())
+    empty_block = ""
+    if before.strip() and after.strip():
+        m = re.search(re.escape(before.strip()) + r"\s*" + re.escape(after.strip()) + r"\s*", plain)
+        if m:
+            empty_block = m.group()
+    return Reasoning(open=before, close=after, field=key, forced_open=forced_open, empty_block=empty_block,
+                     toggle=_toggle(session))
+
+
+def _toggle(session: Session) -> str | Unknown:
+    on = session.prompt(extra={"enable_thinking": True})
+    off = session.prompt(extra={"enable_thinking": False})
+    if isinstance(on, Failed) or isinstance(off, Failed):
+        return Unknown("prompt does not render with enable_thinking set")
+    return "enable_thinking" if on != off else Unknown("enable_thinking does not change the prompt")

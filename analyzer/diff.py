@@ -1,0 +1,179 @@
+"""Diff primitives on renders: common prefixes and suffixes, marker-aware cut points, and the
+repeated-unit finder that tells a per-item marker from a section marker.
+
+Everything here works on plain strings and knows nothing about chat templates; ``detect`` modules
+call these with renders and sentinels.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+# Text that models emit as one special token usually looks like <...>, <|...|>, [...], <｜...｜>.
+_MARKER_OPENERS = "<["
+_MARKER_CLOSERS = {"<": ">", "[": "]"}
+_MAX_MARKER = 48
+
+
+def common_prefix_len(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    # Compare in blocks first: renders share long prefixes (the system prompt).
+    step = 64
+    while i + step <= n and a[i:i + step] == b[i:i + step]:
+        i += step
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def common_suffix_len(a: str, b: str, limit: int | None = None) -> int:
+    n = min(len(a), len(b)) if limit is None else min(len(a), len(b), limit)
+    i = 0
+    while i < n and a[len(a) - 1 - i] == b[len(b) - 1 - i]:
+        i += 1
+    return i
+
+
+def marker_start(text: str, pos: int) -> int:
+    """Move a cut point at ``pos`` back to the start of a bracketed marker it falls inside.
+
+    Two renders that share ``<|`` and then go on as ``<|channel>`` and ``<|tool_call>`` must be cut
+    before the ``<``, not inside the marker.
+    """
+    lo = max(0, pos - _MAX_MARKER)
+    for i in range(pos - 1, lo - 1, -1):
+        ch = text[i]
+        if ch in _MARKER_OPENERS:
+            closer = _MARKER_CLOSERS[ch]
+            if closer not in text[i + 1:pos]:
+                return i
+            return pos
+        if ch in "\n" or ch in ">]":
+            return pos
+    return pos
+
+
+def marker_end(text: str, pos: int) -> int:
+    """Move a cut point at ``pos`` forward to the end of a bracketed marker it falls inside."""
+    hi = min(len(text), pos + _MAX_MARKER)
+    for i in range(pos, hi):
+        ch = text[i]
+        if ch in ">]":
+            opener = "<" if ch == ">" else "["
+            if opener not in text[pos:i]:
+                # Only if the marker opened before pos.
+                start = text.rfind(opener, max(0, pos - _MAX_MARKER), pos)
+                if start != -1 and (ch not in text[start + 1:pos]):
+                    return i + 1
+            return pos
+        if ch in "\n<[":
+            return pos
+    return pos
+
+
+@dataclass(frozen=True, slots=True)
+class Insertion:
+    """``longer`` is ``shorter`` with ``inserted`` put in at ``at``; the position can slide in [lo, hi]."""
+
+    lo: int
+    hi: int
+    size: int
+
+
+def insertion(shorter: str, longer: str) -> Insertion | None:
+    """Where ``longer`` equals ``shorter`` plus one inserted run of text, if it does."""
+    size = len(longer) - len(shorter)
+    if size < 0:
+        return None
+    hi = common_prefix_len(shorter, longer)
+    suffix = common_suffix_len(shorter, longer, limit=len(shorter))
+    lo = len(shorter) - suffix
+    if lo > hi:
+        return None
+    return Insertion(lo=lo, hi=hi, size=size)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedUnit:
+    """``two`` is ``one`` with ``separator + second`` inserted right after ``first``.
+
+    ``first`` is ``one[start:end]``; ``second`` is ``first`` with the sentinels of the first item
+    replaced by those of the second, and with ``counters`` (digit runs that count items, such as a
+    call index) changed: each is (index of the digit run in ``first``, its text, the text in ``second``).
+    """
+
+    start: int
+    end: int
+    separator: str
+    first: str
+    second: str
+    counters: tuple[tuple[int, str, str], ...]
+
+
+def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_contain: str
+                  ) -> RepeatedUnit | None:
+    """Find the unit that repeats when a second item (call, argument) is added.
+
+    ``to_first`` turns the second item's text into the first's (its sentinels replaced by the
+    first item's). The unit must hold the first item's sentinel ``must_contain``: text without
+    sentinels repeats trivially. Prefers a unit with no whitespace at either end (whitespace goes to
+    the separator), then the longest unit, so that a marker written once per item counts as the
+    item's own, then one whose ends do not fall inside a marker.
+    """
+    ins = insertion(one, two)
+    if ins is None or ins.size == 0:
+        return None
+    best: tuple[tuple[bool, int, bool], RepeatedUnit] | None = None
+    for end in range(ins.lo, ins.hi + 1):
+        inserted = two[end:end + ins.size]
+        for cut in range(len(inserted)):
+            second = inserted[cut:]
+            expected = to_first(second)
+            start = end - len(expected)
+            if start < 0:
+                continue
+            first = one[start:end]
+            if must_contain not in first:
+                continue
+            counters = _same_modulo_counters(expected, first)
+            if counters is None:
+                continue
+            # counters compare the second item's numbers (in ``expected``) with the first's.
+            counters = tuple((k, old, new) for k, new, old in counters)
+            unit = RepeatedUnit(start, end, inserted[:cut], first, second, counters)
+            on_boundaries = marker_start(one, start) == start and marker_end(one, end) == end
+            score = (on_boundaries, first == first.strip(), len(first))
+            if best is None or score >= best[0]:
+                best = (score, unit)
+    return best[1] if best else None
+
+
+def _same_modulo_counters(expected: str, actual: str) -> tuple[tuple[int, str, str], ...] | None:
+    """Equal, or equal but for digit runs that count items; returns (run index, old, new) per counter."""
+    if expected == actual:
+        return ()
+    if _DIGITS.sub("#", expected) != _DIGITS.sub("#", actual):
+        return None
+    expected_runs = [m.group() for m in _DIGITS.finditer(expected)]
+    actual_runs = [m.group() for m in _DIGITS.finditer(actual)]
+    return tuple((k, e, a) for k, (e, a) in enumerate(zip(expected_runs, actual_runs)) if e != a)
+
+
+def find_all(text: str, needle: str) -> list[int]:
+    found = []
+    i = text.find(needle)
+    while i != -1:
+        found.append(i)
+        i = text.find(needle, i + 1)
+    return found
+
+
+def visible(text: str) -> str:
+    """Show whitespace: markers are read by people, and a trailing newline matters."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")

@@ -1,0 +1,60 @@
+"""Errors raised by the library, each carrying the exit code the command line uses for it.
+
+A user's mistake (a missing file, a template that does not parse) is an ``InputError`` and exits 2;
+a problem met while doing the work (a template that raises or runs away while rendering) exits 1.
+The command line turns every ``AnalyzerError`` into one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class AnalyzerError(Exception):
+    """Root of every error the library raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InputError(AnalyzerError):
+    """The user gave us something we cannot use: bad path, bad file, bad option value."""
+
+    exit_code = 2
+
+
+class SourceError(InputError):
+    """A template source (file, folder, GGUF, stdin) could not be read or holds no usable template."""
+
+
+class TemplateSyntaxError(SourceError):
+    """The template text is not valid Jinja."""
+
+
+class RenderError(AnalyzerError):
+    """A render failed: the template raised, or ran past a time or size limit."""
+
+    def __init__(self, message: str, *, raised_by_template: bool = False) -> None:
+        super().__init__(message)
+        # raise_exception() in the template is the template refusing an input: a capability, not a bug.
+        self.raised_by_template = raised_by_template
+
+
+class RenderLimitError(RenderError):
+    """A render ran past the time or output-size limit."""
+
+
+class AnalysisError(AnalyzerError):
+    """The differential analysis could not run at all on a template."""
+
+
+class DescriptionError(InputError):
+    """A format description file is malformed or of an unknown schema version."""
+
+
+class CorpusError(AnalyzerError):
+    """The corpus could not be downloaded, verified or extracted."""

@@ -1,0 +1,79 @@
+"""Renders of one template under one input form, cached, with the model's part cut out.
+
+The model's output for an assistant message is what the template writes for it in history, past the
+point where the generation prompt ends. ``Session.output`` renders the history and cuts it against
+the prompt, backing the cut off to the start of a marker so a shared ``<|`` never splits one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.diff import common_prefix_len, marker_start
+from analyzer.errors import RenderError
+from analyzer.render import variants as v
+from analyzer.render.engines import CompiledTemplate
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A render that raised; ``refused`` when the template's own raise_exception did it."""
+
+    message: str
+    refused: bool
+
+    def __bool__(self) -> bool:
+        return False
+
+
+class Session:
+    def __init__(self, compiled: CompiledTemplate, form: v.InputForm, *, extra: dict[str, Any] | None = None):
+        self.compiled = compiled
+        self.form = form
+        self.extra = dict(extra or {})
+        self._cache: dict[str, str | Failed] = {}
+        self.render_count = 0
+
+    def with_form(self, form: v.InputForm) -> "Session":
+        other = Session(self.compiled, form, extra=self.extra)
+        other._cache = self._cache if form == self.form else {}
+        return other
+
+    def render(self, messages: list[dict[str, Any]], *, tools: bool = True, generation_prompt: bool = False,
+               extra: dict[str, Any] | None = None) -> str | Failed:
+        context_extra = {**self.extra, **(extra or {})}
+        key = json.dumps([messages, tools, generation_prompt, context_extra], sort_keys=True, default=str)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        self.render_count += 1
+        try:
+            result: str | Failed = self.compiled.render(
+                messages, tools=v.tools(self.form) if tools else None,
+                add_generation_prompt=generation_prompt, extra=context_extra)
+        except RenderError as exc:
+            result = Failed(exc.message, exc.raised_by_template)
+        self._cache[key] = result
+        return result
+
+    def prompt(self, *, tools: bool = True, extra: dict[str, Any] | None = None) -> str | Failed:
+        return self.render(v.opening(self.form), tools=tools, generation_prompt=True, extra=extra)
+
+    def history(self, *tail: dict[str, Any], tools: bool = True) -> str | Failed:
+        return self.render([*v.opening(self.form), *tail], tools=tools)
+
+    def output(self, message: dict[str, Any], *, tools: bool = True) -> str | Failed:
+        """What the model writes for ``message``: its history render past the generation prompt."""
+        prompt = self.prompt(tools=tools)
+        if isinstance(prompt, Failed):
+            return prompt
+        full = self.history(message, tools=tools)
+        if isinstance(full, Failed):
+            return full
+        return full[self.cut(prompt, full):]
+
+    @staticmethod
+    def cut(prompt: str, full: str) -> int:
+        return marker_start(full, common_prefix_len(prompt, full))

@@ -1,0 +1,137 @@
+"""Conversation variants with sentinel values, and the input forms a template accepts.
+
+Every name and value planted in a conversation is a sentinel: a string no real template contains,
+so that finding it in a render says exactly where the template wrote it. Sentinels of one kind share
+no first or last character (``qzxfind`` / ``jwvlist``), so that a common prefix or suffix of two
+renders never swallows part of one.
+
+Real templates expect different inputs for the same conversation (content ``""`` or ``None``,
+arguments as an object or a JSON string, ids of a given shape). ``InputForm`` names one choice of
+each; the probing stage tries the forms a client would send and keeps the first that renders.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+# Function names, argument names and values. Two of each kind, sharing no first or last character.
+FN1, FN2 = "qzxfind", "jwvlist"
+ARG1, ARG2 = "kzqpath", "mwvmode"
+STR1, STR2 = "Vqz red", "Wjk blue"
+NUM1, NUM2 = 7301, 4402
+USER_TEXT = "Uqz user asks"
+USER_TEXT2 = "Uwj user again"
+SYSTEM_TEXT = "Sqz system says"
+CONTENT_TEXT = "Kqz answer"
+REASONING_TEXT = "Rqz thinking"
+RESULT_TEXT = "Tqz result one"
+RESULT_TEXT2 = "Twj result two"
+RESULT_JSON = {"Jqz": "ok"}
+DESCRIPTION1, DESCRIPTION2 = "Dqz finds things", "Dwj lists things"
+ARG_DESCRIPTION1, ARG_DESCRIPTION2 = "Pqz where", "Pwj how"
+# A string that shows how a template escapes what it writes: quote, backslash, newline, tag characters.
+TRICKY_STRING = 'Eqz "q" \\ <x>\nline2'
+# Typed values for one argument: how each JSON type is written tells the argument encoding.
+TYPED_VALUES: dict[str, Any] = {
+    "integer": NUM1,
+    "number": 2.5,
+    "boolean": True,
+    "null": None,
+    "object": {"Oqz": 1},
+    "array": [1, "Aqz"],
+}
+
+# Ids a client might send, tried in order: OpenAI's style first, then the 9-alphanumeric style some
+# templates insist on. Two of each, for the two parallel calls.
+ID_FORMS: dict[str, tuple[str, str]] = {
+    "openai": ("call_Qz7Wk3Jx1abc", "call_Jm4Tp8Rb2xyz"),
+    "alnum9": ("Qz7Wk3Jx1", "Jm4Tp8Rb2"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class InputForm:
+    """How a conversation is spelled for the template."""
+
+    content_with_calls: str | None = ""  # content of an assistant message that carries tool calls
+    arguments_as_string: bool = False
+    id_form: str = "openai"
+    reasoning_key: str = "reasoning_content"
+    system_role: bool = False  # whether to open with a system message
+    tool_descriptions: bool = True
+
+    def ids(self) -> tuple[str, str]:
+        return ID_FORMS[self.id_form]
+
+    def with_(self, **changes: Any) -> "InputForm":
+        return replace(self, **changes)
+
+
+def tool(name: str, description: str, *, with_descriptions: bool = True) -> dict[str, Any]:
+    def prop(kind: str, text: str) -> dict[str, Any]:
+        return {"type": kind, "description": text} if with_descriptions else {"type": kind}
+
+    function: dict[str, Any] = {
+        "name": name,
+        "parameters": {
+            "type": "object",
+            "properties": {ARG1: prop("string", ARG_DESCRIPTION1), ARG2: prop("string", ARG_DESCRIPTION2)},
+            "required": [ARG1],
+        },
+    }
+    if with_descriptions:
+        function["description"] = description
+    return {"type": "function", "function": function}
+
+
+def tools(form: InputForm) -> list[dict[str, Any]]:
+    return [tool(FN1, DESCRIPTION1, with_descriptions=form.tool_descriptions),
+            tool(FN2, DESCRIPTION2, with_descriptions=form.tool_descriptions)]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    name: str
+    arguments: dict[str, Any]
+    index: int = 0  # which of the form's ids to use
+
+
+def call_message(call: Call, form: InputForm) -> dict[str, Any]:
+    arguments: Any = json.dumps(call.arguments, ensure_ascii=False) if form.arguments_as_string else call.arguments
+    return {"id": form.ids()[call.index], "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def user(text: str = USER_TEXT) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def system(text: str = SYSTEM_TEXT) -> dict[str, Any]:
+    return {"role": "system", "content": text}
+
+
+def assistant(form: InputForm, *, content: str | None = None, calls: tuple[Call, ...] = (),
+              reasoning: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant"}
+    if calls:
+        message["content"] = form.content_with_calls if content is None else content
+        message["tool_calls"] = [call_message(c, form) for c in calls]
+    else:
+        message["content"] = content if content is not None else ""
+    if reasoning is not None:
+        message[form.reasoning_key] = reasoning
+    return message
+
+
+def tool_result(call: Call, content: str, form: InputForm) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": form.ids()[call.index], "name": call.name, "content": content}
+
+
+def opening(form: InputForm) -> list[dict[str, Any]]:
+    """The messages every variant starts with."""
+    return [system(), user()] if form.system_role else [user()]
+
+
+CALL1 = Call(FN1, {ARG1: STR1}, 0)
+CALL2 = Call(FN2, {ARG1: STR2}, 1)
