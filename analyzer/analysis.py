@@ -21,7 +21,7 @@ from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
 from analyzer.detect.turn import detect_turn
 from analyzer.render import variants as v
-from analyzer.render.engines import DEFAULT_ENGINE, RenderLimits, compile_template
+from analyzer.render.engines import DEFAULT_ENGINE, RenderLimits, compile_mutable, compile_template
 from analyzer.render.session import Failed, Session
 from analyzer.template import Template
 
@@ -41,6 +41,14 @@ def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderL
 
     session = _bind_missing_variables(template, session, warnings)
     found = probe(session)
+    if not found.renders_call and not found.refused_by_template:
+        # The engine, not the template's own checks, failed: try a sandbox that allows list mutation.
+        fallback = Session(compile_mutable(template, limits), v.InputForm(), extra=session.extra)
+        fallback_found = probe(fallback)
+        if fallback_found.renders_call:
+            compiled, session, found = fallback.compiled, fallback, fallback_found
+            warnings.append(f"renders tool calls only when the template may modify lists it builds "
+                            f"(fails in {engine} and in transformers' sandbox)")
     warnings += found.warnings
     session = session.with_form(found.form)
 

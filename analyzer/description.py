@@ -182,6 +182,7 @@ class Reasoning:
     forced_open: bool  # the generation prompt itself opens the reasoning block
     empty_block: str  # what history writes for a turn without reasoning ("" when nothing)
     toggle: str | Unknown  # "enable_thinking" when that variable changes the prompt
+    scope: str  # which final turns keep their reasoning: "all turns" | "turns with tool calls"
 
 
 @dataclass(frozen=True, slots=True)

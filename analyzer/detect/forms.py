@@ -29,6 +29,14 @@ class Probe:
     id_forms_refused: tuple[tuple[str, str], ...]
     warnings: tuple[str, ...]
 
+    @property
+    def renders_call(self) -> bool:
+        return _renders_call(self.call_output)
+
+    @property
+    def refused_by_template(self) -> bool:
+        return isinstance(self.call_output, Failed) and self.call_output.refused
+
 
 def _renders_call(output: str | Failed) -> bool:
     return isinstance(output, str) and v.FN1 in output

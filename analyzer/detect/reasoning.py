@@ -31,23 +31,43 @@ def _first_marker_end(text: str) -> int | None:
     return m.end() if m else None
 
 
+def _glue_marker(text: str, at: int) -> int:
+    """A cut right after a marker and before a word (``<|channel|>`` + ``analysis``) splits one header:
+    move it back to include the marker."""
+    if 0 < at < len(text) and text[at - 1] in ">]" and (text[at].isalnum() or text[at] == "_"):
+        start = _last_marker_start(text[:at])
+        if start is not None and _MARKER.fullmatch(text[start:at]):
+            return start
+    return at
+
+
 def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
-    plain = session.output(v.assistant(session.form, content=v.CONTENT_TEXT))
+    # Whole history renders, not model outputs: the generation prompt may have written the open marker.
+    plain = session.history(v.assistant(session.form, content=v.CONTENT_TEXT))
     if isinstance(plain, Failed):
         return Unknown(f"content turn does not render: {plain.message}")
     for key in REASONING_KEYS:
         form = session.form.with_(reasoning_key=key)
-        output = session.with_form(form).output(
+        output = session.with_form(form).history(
             v.assistant(form, content=v.CONTENT_TEXT, reasoning=v.REASONING_TEXT))
         if isinstance(output, str) and v.REASONING_TEXT in output:
-            return _markers(session, turn, plain, output, key)
+            return _markers(session, turn, plain, output, key, "all turns")
+    # Some templates keep reasoning only on turns that call tools (it is needed to continue them).
+    call_plain = session.history(v.assistant(session.form, calls=(v.CALL1,)))
+    for key in REASONING_KEYS:
+        form = session.form.with_(reasoning_key=key)
+        output = session.with_form(form).history(v.assistant(form, calls=(v.CALL1,), reasoning=v.REASONING_TEXT))
+        if isinstance(output, str) and isinstance(call_plain, str) and v.REASONING_TEXT in output:
+            return _markers(session, turn, call_plain, output, key, "turns with tool calls")
     return Unknown("no reasoning field (reasoning_content, reasoning, thinking) is written in history")
 
 
-def _markers(session: Session, turn: Turn, plain: str, output: str, key: str) -> Reasoning | Unknown:
+def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, scope: str
+             ) -> Reasoning | Unknown:
     at = output.find(v.REASONING_TEXT)
     after_at = at + len(v.REASONING_TEXT)
     head = marker_start(output, min(common_prefix_len(plain, output), at))
+    head = _glue_marker(output, head)
     before = output[head:at]
     if not _MARKER.search(before) or head == at:
         start = _last_marker_start(output[:at])
@@ -63,18 +83,23 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str) ->
             # Keep the whitespace a template writes after the close marker: the model writes it too.
             rest = output[after_at + end:]
             after += rest[:len(rest) - len(rest.lstrip())]
+    prompt = turn.generation_prompt
+    rest = output[after_at + len(after):]
+    if isinstance(prompt, str) and prompt.strip() and rest.startswith(prompt):
+        # Reasoning is a message of its own: the model opens the next one with the same header.
+        after += prompt
+    # The model's output starts inside the block when the generation prompt wrote the open marker.
+    forced_open = isinstance(prompt, str) and bool(before.strip()) and prompt.rstrip().endswith(before.strip())
     if not before.strip() and not after.strip():
         return Unknown("reasoning is written with no markers around it")
 
-    prompt = turn.generation_prompt
-    forced_open = isinstance(prompt, str) and bool(before.strip()) and prompt.rstrip().endswith(before.strip())
     empty_block = ""
     if before.strip() and after.strip():
         m = re.search(re.escape(before.strip()) + r"\s*" + re.escape(after.strip()) + r"\s*", plain)
         if m:
             empty_block = m.group()
     return Reasoning(open=before, close=after, field=key, forced_open=forced_open, empty_block=empty_block,
-                     toggle=_toggle(session))
+                     toggle=_toggle(session), scope=scope)
 
 
 def _toggle(session: Session) -> str | Unknown:

@@ -139,8 +139,8 @@ class _OutOfTime(Exception):
     pass
 
 
-class _BudgetedSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
-    """The immutable sandbox, checking the deadline on every call and attribute access."""
+class _DeadlineChecks:
+    """Checks the deadline on every call, attribute and item access of a sandboxed environment."""
 
     deadline: _Deadline
 
@@ -155,6 +155,18 @@ class _BudgetedSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     def getitem(self, obj: Any, argument: Any) -> Any:
         self.deadline.check()
         return super().getitem(obj, argument)
+
+
+class _BudgetedSandbox(_DeadlineChecks, jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """transformers' sandbox: templates cannot modify any list or dict, even their own."""
+
+
+class _BudgetedMutableSandbox(_DeadlineChecks, jinja2.sandbox.SandboxedEnvironment):
+    """A sandbox that lets a template append to lists it built itself (llama.cpp's engine allows it).
+
+    Used only as a fallback for templates that transformers cannot render; the context is a deep
+    copy, so the caller's data stays untouched either way.
+    """
 
 
 def _indent(s: Any, width: Any = 4, first: bool = False, blank: bool = False) -> str:
@@ -196,11 +208,13 @@ def rewrite_generation_tags(source: str) -> str:
 class Jinja2Template:
     engine = "jinja2"
 
-    def __init__(self, template: Template, limits: RenderLimits) -> None:
+    def __init__(self, template: Template, limits: RenderLimits, *, mutable: bool = False) -> None:
         self.template = template
         self.limits = limits
         self._deadline = _Deadline()
-        env = _BudgetedSandbox(
+        if mutable:
+            self.engine = "jinja2-mutable"
+        env = (_BudgetedMutableSandbox if mutable else _BudgetedSandbox)(
             trim_blocks=True,
             lstrip_blocks=True,
             extensions=[jinja2.ext.loopcontrols, _GenerationTag],
@@ -356,6 +370,11 @@ def get_engine(name: str) -> Engine:
         return ENGINES[name]
     except KeyError:
         raise RenderError(f"unknown engine {name!r}; choose one of {', '.join(sorted(ENGINES))}") from None
+
+
+def compile_mutable(template: Template, limits: RenderLimits | None = None) -> CompiledTemplate:
+    """jinja2 with list mutation allowed: the fallback for templates that build lists with ``append``."""
+    return Jinja2Template(template, limits or RenderLimits(), mutable=True)
 
 
 def compile_template(template: Template, engine: str = DEFAULT_ENGINE,

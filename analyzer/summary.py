@@ -1,0 +1,119 @@
+"""A format description as text for people: markers with visible whitespace, colour optional."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from analyzer.description import (
+    ArgumentForm, Calls, Capabilities, CallIds, FormatDescription, JsonArguments, JsonCall,
+    KeyValueArguments, Reasoning, Results, Text, Unknown, Field,
+)
+from analyzer.diff import visible
+
+Style = Callable[..., str]
+
+
+def _plain(text: str, **_: object) -> str:
+    return text
+
+
+def summarize(d: FormatDescription, style: Style = _plain) -> str:
+    """Lines of a readable summary. ``style`` is ``click.style`` for colour, or plain."""
+    lines: list[str] = []
+    marker = lambda text: style(f"'{visible(text)}'", fg="cyan")  # noqa: E731
+    unknown = lambda u: style(f"unknown ({u.reason})", fg="yellow")  # noqa: E731
+
+    def show(value: object) -> str:
+        if isinstance(value, Unknown):
+            return unknown(value)
+        if isinstance(value, str):
+            return marker(value)
+        return str(value)
+
+    def pattern(parts: tuple) -> str:
+        out = []
+        for p in parts:
+            out.append(style(visible(p.text), fg="cyan") if isinstance(p, Text)
+                       else style("{" + p.name + "}", fg="magenta", bold=True))
+        return "".join(out)
+
+    lines.append(style(d.template.name, bold=True) + f"  format: {style(d.format, fg='green', bold=True)}"
+                 f"  (engine {d.template.engine})")
+    t = d.turn
+    lines.append(f"  generation prompt  {show(t.generation_prompt)}")
+    if t.history_prefix:
+        lines.append(f"  history prefix     {show(t.history_prefix)}")
+    if t.content_open or t.content_close:
+        lines.append(f"  content wrapper    {show(t.content_open)} ... {show(t.content_close)}")
+    lines.append(f"  turn end           {show(t.end)}   stop: {', '.join(marker(s) for s in t.stop) or '-'}")
+
+    r = d.reasoning
+    if isinstance(r, Reasoning):
+        extra = " (opened by the prompt)" if r.forced_open else ""
+        lines.append(f"  reasoning          {show(r.open)} ... {show(r.close)}  from '{r.field}'{extra}")
+        if r.empty_block:
+            lines.append(f"  empty reasoning    {show(r.empty_block)}")
+    else:
+        lines.append(f"  reasoning          {show(r)}")
+
+    c = d.calls
+    if isinstance(c, Calls):
+        lines.append(f"  calls section      {show(c.section_open)} ... {show(c.section_close)}")
+        lines.append(f"  one call           {pattern(c.call)}")
+        lines.append(f"  between calls      {show(c.separator)}")
+        if isinstance(c.json_call, JsonCall):
+            j = c.json_call
+            name = "the only key" if j.name_is_key else ".".join(j.name_path)
+            lines.append(f"  call JSON          name: {name}; arguments: {'.'.join(j.arguments_path) or 'value'}"
+                         f" ({j.arguments_encoding}); id: {'.'.join(j.id_path) if j.id_path else '-'};"
+                         f" keys in order: {', '.join(j.key_order)}")
+        a = c.arguments
+        if isinstance(a, JsonArguments):
+            lines.append(f"  arguments          one JSON value ({a.encoding})")
+        elif isinstance(a, KeyValueArguments):
+            lines.append(f"  arguments          one by one, joined by {show(a.separator)};"
+                         f" string escaping: {show(a.string_escaping) if isinstance(a.string_escaping, Unknown) else a.string_escaping}")
+            for form in a.forms:
+                lines.append(f"    {form.json_type:<8} {pattern(form.pattern)}  value syntax: {form.syntax}")
+        else:
+            lines.append(f"  arguments          {show(a)}")
+        if isinstance(c.ids, CallIds):
+            refused = "; ".join(f"{form} refused: {msg}" for form, msg in c.ids.refused)
+            lines.append(f"  call ids           {c.ids.written}; accepted: {', '.join(c.ids.accepted) or '-'}"
+                         + (f"; {refused}" if refused else ""))
+        lines.append(f"  content with calls {show(c.content_before_calls)}")
+    else:
+        lines.append(f"  calls              {show(c)}")
+
+    res = d.results
+    if isinstance(res, Results):
+        lines.append(f"  tool result        {show(res.open)} ... {show(res.close)}")
+        lines.append(f"                     linked by {res.linked_by}; id written: {res.carries_id};"
+                     f" name written: {res.carries_name}; JSON content: {res.json_content}")
+    else:
+        lines.append(f"  tool result        {show(res)}")
+
+    lines.append("  capabilities       " + _capabilities(d.capabilities, style))
+    for warning in d.warnings:
+        lines.append(style(f"  warning: {warning}", fg="yellow"))
+    return "\n".join(lines)
+
+
+def _capabilities(caps: Capabilities, style: Style) -> str:
+    colours = {"yes": "green", "no": "red", "refused": "red", "dropped": "yellow", "differs": "yellow",
+               "error": "red", "unknown": "yellow"}
+    items = []
+    for name in ("tools", "tool_calls", "parallel_calls", "system_role", "object_arguments", "string_arguments",
+                 "content_none", "thinking_toggle"):
+        cap = getattr(caps, name)
+        items.append(f"{name}={style(cap.status, fg=colours.get(cap.status, 'white'))}")
+    refusals = [f"{name}: {getattr(caps, name).message}" for name in
+                ("parallel_calls", "system_role", "object_arguments", "string_arguments", "content_none")
+                if getattr(caps, name).status in ("refused", "error")]
+    text = " ".join(items)
+    if refusals:
+        text += "\n" + "\n".join(style(f"    {r}", fg="red") for r in refusals)
+    return text
+
+
+__all__ = ["summarize", "ArgumentForm", "Field"]
