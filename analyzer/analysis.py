@@ -41,7 +41,7 @@ def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderL
 
     session = _bind_missing_variables(template, session, warnings)
     found = probe(session)
-    if not found.renders_call and not found.refused_by_template:
+    if isinstance(found.call_output, Failed) and not found.call_output.refused:
         # The engine, not the template's own checks, failed: try a sandbox that allows list mutation.
         fallback = Session(compile_mutable(template, limits), v.InputForm(), extra=session.extra)
         fallback_found = probe(fallback)

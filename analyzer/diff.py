@@ -74,6 +74,17 @@ def marker_end(text: str, pos: int) -> int:
     return pos
 
 
+_MARKER_TEXT = re.compile(r"<[^<>\n]{1,46}>|\[[^\[\]\n]{1,46}\]")
+
+
+def inside_marker_mask(text: str) -> bytearray:
+    """``mask[i]`` is 1 when a cut before ``text[i]`` would split a bracketed marker."""
+    mask = bytearray(len(text) + 1)
+    for m in _MARKER_TEXT.finditer(text):
+        mask[m.start() + 1:m.end()] = b"\x01" * (m.end() - m.start() - 1)
+    return mask
+
+
 @dataclass(frozen=True, slots=True)
 class Insertion:
     """``longer`` is ``shorter`` with ``inserted`` put in at ``at``; the position can slide in [lo, hi]."""
@@ -122,36 +133,71 @@ def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_conta
 
     ``to_first`` turns the second item's text into the first's (its sentinels replaced by the
     first item's). The unit must hold the first item's sentinel ``must_contain``: text without
-    sentinels repeats trivially. Prefers a unit with no whitespace at either end (whitespace goes to
-    the separator), then the longest unit, so that a marker written once per item counts as the
-    item's own, then one whose ends do not fall inside a marker.
+    sentinels repeats trivially. Prefers a unit whose ends do not fall inside a marker, then one with
+    no whitespace at either end (whitespace goes to the separator), then the longest, so that a marker
+    written once per item counts as the item's own; among equals, the one placed last.
     """
     ins = insertion(one, two)
     if ins is None or ins.size == 0:
         return None
-    best: tuple[tuple[bool, int, bool], RepeatedUnit] | None = None
+    best: tuple[tuple[bool, bool, int], RepeatedUnit] | None = None
+    inside = inside_marker_mask(one)
     for end in range(ins.lo, ins.hi + 1):
         inserted = two[end:end + ins.size]
-        for cut in range(len(inserted)):
-            second = inserted[cut:]
-            expected = to_first(second)
-            start = end - len(expected)
-            if start < 0:
+        translated = to_first(inserted)
+        # The unit is a suffix of ``translated`` that also ends ``one`` at ``end`` (digits may differ:
+        # they count items). Every such suffix up to the longest common one is a candidate.
+        common = _common_suffix_digits_alike(one, end, translated)
+        holder = one.rfind(must_contain, max(0, end - common), end)
+        if holder == -1 or holder + len(must_contain) > end:
+            continue
+        # Longest first: the first candidate that scores best for this end is the one to keep, so
+        # the costly checks run only for candidates that could still win.
+        end_ok = not inside[end] if end < len(inside) else True
+        for length in range(common, end - holder - 1, -1):
+            start = end - length
+            first_char, last_char = one[start], one[end - 1]
+            on_boundaries = end_ok and not inside[start]
+            score = (on_boundaries, not (first_char.isspace() or last_char.isspace()), length)
+            if best is not None and score < best[0]:
                 continue
-            first = one[start:end]
-            if must_contain not in first:
+            cut = _cut_for(inserted, translated, len(translated) - length, to_first)
+            if cut is None:
                 continue
-            counters = _same_modulo_counters(expected, first)
+            first, second = one[start:end], inserted[cut:]
+            counters = _same_modulo_counters(to_first(second), first)
             if counters is None:
                 continue
-            # counters compare the second item's numbers (in ``expected``) with the first's.
             counters = tuple((k, old, new) for k, new, old in counters)
-            unit = RepeatedUnit(start, end, inserted[:cut], first, second, counters)
-            on_boundaries = marker_start(one, start) == start and marker_end(one, end) == end
-            score = (on_boundaries, first == first.strip(), len(first))
             if best is None or score >= best[0]:
-                best = (score, unit)
+                best = (score, RepeatedUnit(start, end, inserted[:cut], first, second, counters))
+            if score[0] and score[1]:
+                break
     return best[1] if best else None
+
+
+def _common_suffix_digits_alike(one: str, end: int, other: str) -> int:
+    n = min(end, len(other))
+    i = 0
+    while i < n:
+        a, b = one[end - 1 - i], other[len(other) - 1 - i]
+        if a != b and not (a.isdigit() and b.isdigit()):
+            break
+        i += 1
+    return i
+
+
+def _cut_for(inserted: str, translated: str, offset: int, to_first: Callable[[str], str]) -> int | None:
+    """The position in ``inserted`` whose translation starts at ``offset`` of ``translated``."""
+    # Sentinel replacements change lengths only inside the replaced text, so the text before the
+    # cut translates to ``translated[:offset]``; try the cut at that length first, then its neighbours.
+    head = translated[:offset]
+    if to_first(inserted[:offset]) == head:
+        return offset
+    for cut in range(len(inserted) + 1):
+        if to_first(inserted[:cut]) == head:
+            return cut
+    return None
 
 
 def _same_modulo_counters(expected: str, actual: str) -> tuple[tuple[int, str, str], ...] | None:

@@ -104,8 +104,23 @@ def _base_context(template: Template, messages: list[dict[str, Any]], tools: Any
     }
     if extra:
         context.update(extra)
-    # A fresh copy per render: the template may mutate what it is given.
-    return copy.deepcopy(context)
+    # A fresh copy per render: the template may mutate what it is given. A JSON round trip is the
+    # fastest deep copy of plain data; anything else falls back to a Python copy.
+    try:
+        return json.loads(json.dumps(context))
+    except (TypeError, ValueError):
+        return _copy_plain(context)
+
+
+def _copy_plain(value: Any) -> Any:
+    """Deep copy of JSON-like data, several times faster than ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {k: _copy_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return copy.deepcopy(value)
 
 
 # --------------------------------------------------------------------------- jinja2

@@ -44,7 +44,7 @@ class Session:
     def render(self, messages: list[dict[str, Any]], *, tools: bool = True, generation_prompt: bool = False,
                extra: dict[str, Any] | None = None) -> str | Failed:
         context_extra = {**self.extra, **(extra or {})}
-        key = json.dumps([messages, tools, generation_prompt, context_extra], sort_keys=True, default=str)
+        key = repr((messages, tools, generation_prompt, sorted(context_extra.items())))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
