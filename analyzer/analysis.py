@@ -94,8 +94,8 @@ def classify(calls: Calls | Unknown) -> str:
     if isinstance(arguments, JsonArguments):
         return "tag-json"
     if isinstance(arguments, KeyValueArguments):
-        syntaxes = {form.syntax for form in arguments.forms if form.json_type != "string"}
-        if syntaxes and syntaxes <= {"python"} or arguments.string_escaping == "python":
+        # Python call syntax quotes strings the way Python prints them: f(a='x').
+        if any(form.json_type == "string" and form.syntax == "python" for form in arguments.forms):
             return "python"
         return "tag-kv"
     return "unknown"

@@ -79,21 +79,20 @@ def fetch(dest: Path | None = None, *, progress: Progress | None = None, sdist: 
     except OSError as exc:
         raise CorpusError(f"cannot create corpus cache folder {root}: {_os_reason(exc)}") from None
 
-    if sdist is not None:
-        archive = Path(sdist)
-        _verify(archive, report)
-    else:
-        archive = root / SDIST_NAME
-        if archive.is_file():
-            try:
-                _verify(archive, report)
-            except CorpusError as exc:
-                # A cached file that no longer matches is damaged or tampered with; a fresh download,
-                # verified in turn, is the remedy, and the download path reports any real mismatch.
-                report(f"discarding cached {archive}: {exc}")
-                _remove(archive)
-        if not archive.is_file():
-            _download(root, archive, report)
+    archive = root / SDIST_NAME
+    if sdist is not None and Path(sdist).resolve() != archive.resolve():
+        _verify(Path(sdist), report)
+        _copy_into_cache(Path(sdist), archive)  # so a later re-extract needs neither network nor the file
+    elif archive.is_file():
+        try:
+            _verify(archive, report)
+        except CorpusError as exc:
+            # A cached file that no longer matches is damaged or tampered with; a fresh download,
+            # verified in turn, is the remedy, and the download path reports any real mismatch.
+            report(f"discarding cached sdist: {exc}")
+            _remove(archive)
+    if not archive.is_file():
+        _download(root, archive, report)
 
     _extract(archive, templates_dir, report)
     return templates_dir
@@ -139,10 +138,9 @@ def read_manifest(templates_dir: Path) -> dict[str, str]:
     """File name -> sha256 as recorded at extraction time."""
     try:
         manifest = json.loads((Path(templates_dir) / MANIFEST_NAME).read_text(encoding="utf-8"))
-        files = manifest["files"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {str(name): str(digest) for name, digest in manifest["files"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorpusError(f"{templates_dir}: cannot read {MANIFEST_NAME} ({exc})") from None
-    return {str(name): str(digest) for name, digest in files.items()}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -198,8 +196,8 @@ def _download(root: Path, archive: Path, report: Progress) -> None:
 
         downloaded = scratch / SDIST_NAME
         if not downloaded.is_file():
-            found = sorted(path.name for path in scratch.iterdir())
-            raise CorpusError(f"pip download {requirement} did not produce {SDIST_NAME} (got: {', '.join(found) or 'nothing'})")
+            found = ", ".join(sorted(path.name for path in scratch.iterdir())) or "nothing"
+            raise CorpusError(f"pip download {requirement} did not produce {SDIST_NAME} (got: {found})")
         _verify(downloaded, report, f"downloaded {SDIST_NAME}")
         try:
             os.replace(downloaded, archive)
@@ -242,7 +240,9 @@ def _extract(archive: Path, templates_dir: Path, report: Progress) -> None:
             raise CorpusError(f"cannot extract sdist {archive}: {exc}") from None
 
         if len(files) != TEMPLATE_COUNT:
-            raise CorpusError(f"sdist {archive} holds {len(files)} templates under {MEMBER_PREFIX}, expected {TEMPLATE_COUNT}")
+            raise CorpusError(
+                f"sdist {archive} holds {len(files)} templates under {MEMBER_PREFIX}, expected {TEMPLATE_COUNT}"
+            )
         manifest = {
             "package": CORPUS_PACKAGE,
             "version": CORPUS_VERSION,
@@ -286,6 +286,17 @@ def _install(scratch: Path, templates_dir: Path) -> None:
         if _manifest_matches(templates_dir):
             return
         raise CorpusError(f"cannot install corpus into {templates_dir}: {_os_reason(exc)}") from None
+
+
+def _copy_into_cache(source: Path, archive: Path) -> None:
+    partial = archive.with_name(f".{archive.name}.{os.getpid()}.partial")
+    try:
+        shutil.copyfile(source, partial)
+        os.replace(partial, archive)
+    except OSError as exc:
+        raise CorpusError(f"cannot copy {source} into the cache at {archive}: {_os_reason(exc)}") from None
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _remove(path: Path) -> None:

@@ -53,11 +53,14 @@ def load_template(
     ``-`` for ``stdin``. A source holding several named templates yields the one named ``variant``; without
     it, ``tool_use`` when ``for_tools`` (tool calling is what we analyse), else ``default``, else the first.
     """
+    spec = os.fspath(spec)  # a Path works too
     if spec == "-":
         loaded = _from_stdin(stdin if stdin is not None else sys.stdin, variant)
     else:
         loaded = _from_path(spec, variant, for_tools)
-    label = loaded.origin if loaded.variant is None else f"{loaded.origin} [{loaded.variant}]"
+    label = "stdin" if spec == "-" else loaded.origin
+    if loaded.variant is not None:
+        label += f" [{loaded.variant}]"
     if not loaded.source.strip():
         raise SourceError(f"{label}: template is empty")
     _check_syntax(loaded.source, label)
@@ -88,7 +91,9 @@ def _from_path(spec: str, variant: str | None, for_tools: bool) -> Template:
     data = head + rest
     if path.suffix.lower() == ".json":
         return _from_config_file(spec, data, variant, for_tools)
-    return Template(source=_decode(data, spec), name=path.stem or path.name, origin=spec)
+    source = _decode(data, spec)
+    _pick({"default": source}, variant=variant, for_tools=for_tools, label=spec)  # rejects a named --variant
+    return Template(source=source, name=path.stem or path.name, origin=spec)
 
 
 def _from_stdin(stream: TextIO, variant: str | None) -> Template:
@@ -102,7 +107,7 @@ def _from_stdin(stream: TextIO, variant: str | None) -> Template:
             if len(text) > _MAX_BYTES:
                 raise SourceError(f"stdin: input is larger than {_MAX_BYTES // 2**20} MiB; not a chat template")
     except UnicodeDecodeError as exc:
-        raise SourceError(f"stdin: is not UTF-8 text (invalid byte at offset {exc.start})") from None
+        raise SourceError(f"stdin: is not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise SourceError(f"stdin: cannot read ({_os_reason(exc)})") from None
     _pick({"default": text}, variant=variant, for_tools=False, label="stdin")
@@ -132,6 +137,11 @@ def _from_config_file(spec: str, data: bytes, variant: str | None, for_tools: bo
 
 
 def _from_folder(spec: str, variant: str | None, for_tools: bool) -> Template:
+    """Follow transformers' own order: chat_template.jinja, then chat_template.json, then the config.
+
+    A tokenizer_config.json that does not parse is an error even when the template lives elsewhere:
+    bos/eos come from it, and quietly rendering without them would change every prompt.
+    """
     def inside(name: str) -> str:
         return os.path.join(spec, name)
 
@@ -221,9 +231,8 @@ def _token_text(value: object) -> str | None:
     """Special tokens are written either as text or as a serialized AddedToken ``{"content": ...}``."""
     if isinstance(value, str):
         return value
-    if isinstance(value, dict) and isinstance(value.get("content"), str):
-        return value["content"]
-    return None
+    content = value.get("content") if isinstance(value, dict) else None
+    return content if isinstance(content, str) else None
 
 
 def _config_name(spec: str) -> str:
@@ -267,7 +276,7 @@ def _from_gguf(spec: str, variant: str | None, for_tools: bool) -> Template:
 
     named = set(templates) != {"default"}
     chosen = _pick(templates, variant=variant, for_tools=for_tools, label=spec)
-    template = Template(
+    return Template(
         source=templates[chosen],
         name=Path(spec).stem,
         origin=spec,
@@ -276,8 +285,6 @@ def _from_gguf(spec: str, variant: str | None, for_tools: bool) -> Template:
         variant=chosen if named else None,
         variants=tuple(templates) if named else (),
     )
-    del reader  # drop the memory map now rather than whenever the collector runs
-    return template
 
 
 def _open_gguf(spec: str) -> Any:
@@ -285,6 +292,9 @@ def _open_gguf(spec: str) -> Any:
         return _metadata_reader_class()(spec)
     except OSError as exc:
         raise SourceError(f"{spec}: cannot read ({_os_reason(exc)})") from None
+    except IndexError:
+        # How GGUFReader fails on reaching the end of the data: the file was cut short.
+        raise SourceError(f"{spec}: is not a valid GGUF file (data ends too early; truncated download?)") from None
     except Exception as exc:  # noqa: BLE001 - GGUFReader reports corrupt bytes with whatever numpy raises
         raise SourceError(f"{spec}: is not a valid GGUF file ({_one_line(str(exc)) or type(exc).__name__})") from None
 
@@ -293,37 +303,38 @@ def _open_gguf(spec: str) -> Any:
 def _metadata_reader_class() -> type:
     """Build the reader class on first use: gguf pulls in numpy, which no other source kind needs."""
     import numpy as np
-    from gguf import GGUFReader
+    from gguf import GGUFReader, GGUFValueType
 
-    class BoundedBytes(np.ndarray):  # type: ignore[type-arg]
-        """The mapped file, refusing slices that run past its end.
+    array_type = int(GGUFValueType.ARRAY)
 
-        GGUFReader takes a short slice past the end as an empty value and goes on, so a corrupt array
-        length near the end of a file would make it loop over billions of phantom elements.
-        """
+    class MetadataReader(GGUFReader):
+        """GGUFReader tuned for reading only the key/value header of a model file, from untrusted bytes.
 
-        def __getitem__(self, key: Any) -> Any:
-            if type(key) is slice and key.stop is not None and key.stop > self.shape[0]:
-                raise EOFError("unexpected end of file")
-            return super().__getitem__(key)
-
-    class MetadataReader(GGUFReader):  # type: ignore[misc]
-        """GGUFReader tuned for reading only the key/value header of a model file.
-
-        It skips building tensor views: tensor setup is what fails on files whose header we can still
-        use, a partly downloaded model or a quantization type newer than the installed gguf.
-        It also swaps the ``np.memmap`` for a plain view of the same mapping: the reader slices the
-        file at least once per element of every vocabulary array, and memmap's per-slice bookkeeping
-        made opening a 150k-token model take ~20 s instead of ~6 s.
+        * It skips building tensor views: tensor setup is what fails on files whose header we can still
+          use, a partly downloaded model or a quantization type newer than the installed gguf.
+        * It swaps the ``np.memmap`` for a plain view of the same mapping: the reader slices the file at
+          least once per element of every vocabulary array, and memmap's per-slice bookkeeping made
+          opening a 150k-token model take ~20 s instead of ~6 s.
+        * It refuses array lengths larger than the rest of the file. GGUFReader reads a value past the
+          end as an empty one and carries on, so one corrupt length would have it loop over up to 2**64
+          phantom elements. Should gguf rename the hooks used here, they merely stop applying.
         """
 
         @property
         def data(self) -> Any:
-            return self._bounded_data
+            return self._plain_data
 
         @data.setter
         def data(self, value: Any) -> None:
-            self._bounded_data = value.view(BoundedBytes)
+            self._plain_data = value.view(np.ndarray)
+
+        def _get_field_parts(self, orig_offs: int, raw_type: int, *args: Any, **kwargs: Any) -> Any:
+            if raw_type == array_type:
+                length = self._get(orig_offs + 4, np.uint64)
+                # Every element takes at least one byte, so a longer array cannot be in the file.
+                if len(length) != 1 or int(length[0]) > self._plain_data.shape[0] - orig_offs:
+                    raise EOFError("array runs past the end of the file")
+            return super()._get_field_parts(orig_offs, raw_type, *args, **kwargs)
 
         def _build_tensors(self, start_offs: int, fields: list[Any]) -> None:
             self.tensors = []
@@ -425,8 +436,10 @@ def _parse_json(data: bytes, label: str) -> dict[str, Any]:
 
 
 def _json_type(value: object) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
+    if value is None:
+        return "null"
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number"}
+    return names.get(type(value), "a number")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -441,7 +454,8 @@ def _check_syntax(source: str, label: str) -> None:
         _SYNTAX_ENV.parse(checked)
     except jinja2.TemplateSyntaxError as exc:
         where = f" at line {exc.lineno}" if exc.lineno else ""
-        raise TemplateSyntaxError(f"{label}: Jinja syntax error{where}: {_one_line(exc.message or 'invalid syntax')}") from None
+        reason = _one_line(exc.message or "invalid syntax")
+        raise TemplateSyntaxError(f"{label}: Jinja syntax error{where}: {reason}") from None
     except RecursionError:
         raise TemplateSyntaxError(f"{label}: Jinja syntax error: template is nested too deeply to parse") from None
 

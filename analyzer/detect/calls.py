@@ -20,6 +20,7 @@ from analyzer.detect.arguments import Located, build_pattern, find_json_argument
 from analyzer.diff import find_all, repeated_unit
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
+from analyzer.detect.turn import shared_turn_end
 import re
 
 
@@ -30,13 +31,46 @@ class CallsFinding:
     warnings: tuple[str, ...]
 
 
-def calls_region(output: str, turn: Turn) -> tuple[int, int]:
-    """Span of ``output`` between what every assistant turn starts and ends with."""
+_CALL_SENTINELS = (v.FN1, v.FN2, v.ARG1, v.ARG2, v.STR1, v.STR2)
+
+
+def calls_region(session: Session, calls: tuple[v.Call, ...], output: str, turn: Turn) -> tuple[int, int]:
+    """Span of ``output`` between what every assistant turn starts with and where the turn ends.
+
+    A final message may be followed by text the template appends at the very end, which the model
+    does not write. The turn ends at the first stop string after the last call sentinel, or where a
+    tool result and a user message after the calls part, whichever comes first.
+    """
     start = len(turn.history_prefix) if output.startswith(turn.history_prefix) else 0
+    last = max((output.rfind(s) + len(s) for s in _CALL_SENTINELS if s in output), default=start)
     end = len(output)
-    if isinstance(turn.end, str) and turn.end and output.endswith(turn.end):
-        end -= len(turn.end)
+    for stop in turn.stop:
+        found = output.find(stop, last)
+        if found != -1:
+            end = min(end, found)
+    form = session.form
+    message = v.assistant(form, calls=calls)
+    then_tool = session.history(message, v.tool_result(calls[0], v.RESULT_TEXT, form))
+    then_user = session.history(message, v.user(v.USER_TEXT2))
+    tail = output[last:]
+    tool_after = _continuation(then_tool, output, last)
+    user_after = _continuation(then_user, output, last)
+    if tool_after is not None and user_after is not None:
+        shared = shared_turn_end(tool_after, user_after, turn.generation_prompt)
+        if tail.startswith(shared):
+            end = min(end, last + len(shared))
     return start, max(start, end)
+
+
+def _continuation(full: str | Failed, output: str, last: int) -> str | None:
+    """The text after the calls in ``full`` (a render where a message follows them)."""
+    if isinstance(full, Failed):
+        return None
+    head = output[:last]
+    at = full.find(head[-200:]) if head else -1
+    if at == -1:
+        return None
+    return full[at + len(head[-200:]):]
 
 
 def _substitute_call(form: v.InputForm):
@@ -56,7 +90,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     if v.FN1 not in call_output:
         return CallsFinding(Unknown("tool calls in history are not written"), Capability("unknown"), ())
     form = session.form
-    start, end = calls_region(call_output, turn)
+    start, end = calls_region(session, (v.CALL1,), call_output, turn)
     region = call_output[start:end]
 
     two = session.output(v.assistant(form, calls=(v.CALL1, v.CALL2)))
@@ -67,7 +101,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         parallel = Capability("dropped", "only the first of two parallel calls is written")
     else:
         parallel = Capability("yes")
-        two_start, two_end = calls_region(two, turn)
+        two_start, two_end = calls_region(session, (v.CALL1, v.CALL2), two, turn)
         unit = repeated_unit(region, two[two_start:two_end], _substitute_call(form), v.FN1)
         if unit is None:
             warnings.append("two parallel calls are not written as one call repeated; separator unknown")

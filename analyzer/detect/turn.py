@@ -1,11 +1,29 @@
-"""The assistant turn: generation prompt, what history adds at the start, content wrapper, turn end."""
+"""The assistant turn: generation prompt, what history adds at the start, content wrapper, turn end.
+
+A final assistant message is often rendered with whatever the template appends at the very end (an
+instruction, a new generation prompt), so the end of a turn is read where the final render and a
+render with a user message after it part: the text they share after the content closes the turn. A
+shared tail that opens the next header (``<|im_start|>``, which the generation prompt also starts
+with) is not part of the end. Templates with no end marker of their own (``<|user|>`` starts the next
+turn) have an empty end; the model then stops on the next header, which becomes the stop string.
+"""
 
 from __future__ import annotations
+
+import re
 
 from analyzer.description import Turn, Unknown
 from analyzer.diff import common_prefix_len, common_suffix_len, marker_end, marker_start
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
+
+# A marker: bracketed (<|im_end|>, [INST], <｜User｜>) or a chunk of symbols with at most a short word
+# inside ([e~[, ]~b]), which is how special tokens outside brackets look.
+MARKER = re.compile(r"<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\]|[^\s\w<>]{1,3}\w{0,3}[^\s\w<>]{1,3}(?=\s|$|<)")
+
+
+def markers_in(text: str) -> list[re.Match[str]]:
+    return list(MARKER.finditer(text))
 
 
 def generation_prompt(session: Session) -> str | Unknown:
@@ -21,6 +39,35 @@ def content_output(session: Session) -> str | Failed:
     return session.output(v.assistant(session.form, content=v.CONTENT_TEXT))
 
 
+def after(text: str | Failed, needle: str) -> str | None:
+    if isinstance(text, Failed):
+        return None
+    at = text.rfind(needle)
+    return None if at == -1 else text[at + len(needle):]
+
+
+def _first_marker(text: str) -> str:
+    """The first marker of ``text`` with the whitespace around it; "" when ``text`` opens with no marker."""
+    stripped = text.lstrip()
+    m = MARKER.match(stripped)
+    if not m:
+        return ""
+    end = len(text) - len(stripped) + m.end()
+    rest = text[end:]
+    return text[:end] + rest[:len(rest) - len(rest.lstrip())]
+
+
+def shared_turn_end(final: str, continued: str, prompt: str | Unknown) -> str:
+    """What two continuations of a turn share, less the start of the next header."""
+    shared = final[:marker_start(final, common_prefix_len(final, continued))]
+    if isinstance(prompt, str) and prompt:
+        # The next header starts the way the assistant header (the generation prompt) starts.
+        for m in markers_in(shared):
+            if prompt.startswith(shared[m.start():]) and shared[m.start():].strip():
+                return shared[:m.start()]
+    return shared
+
+
 def detect_turn(session: Session, call_output: str | Failed) -> Turn:
     prompt = generation_prompt(session)
     output = content_output(session)
@@ -28,29 +75,52 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
         reason = output.message if isinstance(output, Failed) else "assistant content is not written"
         return Turn(prompt, "", "", "", Unknown(reason), ())
     at = output.find(v.CONTENT_TEXT)
-    after = output[at + len(v.CONTENT_TEXT):]
+    final_after = output[at + len(v.CONTENT_TEXT):]
+    answer = v.assistant(session.form, content=v.CONTENT_TEXT)
+    continued = session.history(answer, v.user(v.USER_TEXT2))
+    then_user = None
+    if isinstance(continued, str) and v.USER_TEXT2 in continued:
+        text = continued[:continued.rfind(v.USER_TEXT2)]
+        then_user = after(text, v.CONTENT_TEXT)
+
     if isinstance(call_output, str) and v.FN1 in call_output:
-        # What a content turn and a call turn share at both ends belongs to the turn, not the content.
+        # What a content turn and a call turn share at the start belongs to the turn, not the content.
         shared_head = marker_start(output, min(common_prefix_len(output, call_output), at))
-        tail_len = common_suffix_len(output, call_output, limit=len(after))
-        tail_start = marker_end(output, len(output) - tail_len)
-        end = output[tail_start:]
-        content_close = output[at + len(v.CONTENT_TEXT):tail_start]
+        tail_len = common_suffix_len(output, call_output, limit=len(final_after))
+        tail_start = marker_end(final_after, len(final_after) - tail_len)
+        # A wrapper closes content only if a turn end shared with call turns follows it.
+        content_close = final_after[:tail_start] if tail_start < len(final_after) else ""
     else:
-        shared_head, end, content_close = at, after, ""
+        shared_head, content_close = at, ""
+    # Content has a wrapper only if something opens it; otherwise what follows it ends the turn.
+    if not output[shared_head:at] or (then_user is not None and not then_user.startswith(content_close)):
+        content_close = ""
+
+    if then_user is None:
+        end: str | Unknown = Unknown("a user message after an assistant message does not render")
+        stop_text = final_after[len(content_close):]
+    else:
+        following = then_user[len(content_close):]
+        end = shared_turn_end(final_after[len(content_close):], following, prompt)
+        if not end.strip():
+            first = _first_marker(following)
+            header = markers_in(following)
+            # The first marker after the content ends the turn unless it is the next turn's header.
+            next_header = bool(header) and header[-1].group() == first.strip() or (
+                isinstance(prompt, str) and prompt.startswith(first.strip()))
+            if first.strip() and not next_header:
+                end = first
+        stop_text = end if end.strip() else following
+    found = markers_in(stop_text.strip()) if stop_text.strip() else []
+    if isinstance(end, str) and end.strip() and found:
+        stop = found[-1].group()
+    else:
+        stop = found[0].group() if found and found[0].start() == 0 else ""
     return Turn(
         generation_prompt=prompt,
         history_prefix=output[:shared_head],
         content_open=output[shared_head:at],
         content_close=content_close,
         end=end,
-        stop=stop_strings(end, content_close),
+        stop=(stop,) if stop else (),
     )
-
-
-def stop_strings(end: str, content_close: str) -> tuple[str, ...]:
-    """The text a server stops on: the turn end without the newline templates add after it."""
-    for candidate in (end, content_close):
-        if candidate.strip():
-            return (candidate.strip(),)
-    return ()

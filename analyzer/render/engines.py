@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import json
+import marshal
 import re
 import signal
 import threading
@@ -104,11 +105,11 @@ def _base_context(template: Template, messages: list[dict[str, Any]], tools: Any
     }
     if extra:
         context.update(extra)
-    # A fresh copy per render: the template may mutate what it is given. A JSON round trip is the
-    # fastest deep copy of plain data; anything else falls back to a Python copy.
+    # A fresh copy per render: the template may mutate what it is given. A marshal round trip is the
+    # fastest exact deep copy of plain data (keys keep their types); anything else is copied in Python.
     try:
-        return json.loads(json.dumps(context))
-    except (TypeError, ValueError):
+        return marshal.loads(marshal.dumps(context))
+    except ValueError:
         return _copy_plain(context)
 
 

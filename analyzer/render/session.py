@@ -76,4 +76,16 @@ class Session:
 
     @staticmethod
     def cut(prompt: str, full: str) -> int:
-        return marker_start(full, common_prefix_len(prompt, full))
+        """Where the model's output starts in ``full``.
+
+        Usually the prompt is a prefix of the history. Some templates insert text before the
+        assistant header only in the prompt (an instruction turn); then the history goes on with the
+        header itself, which the model does not write, so the longest end of the prompt that the
+        history continues with is skipped too.
+        """
+        at = marker_start(full, common_prefix_len(prompt, full))
+        extra = prompt[at:]
+        for size in range(len(extra), 0, -1):
+            if full.startswith(extra[-size:], at):
+                return at + size
+        return at

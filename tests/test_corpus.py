@@ -1,0 +1,258 @@
+"""The pinned corpus: its content, its cache, and its refusal of anything that is not the pinned sdist.
+
+Only the session fixture may touch the network (once per machine); every test here that exercises
+downloading replaces pip, and fails loudly if pip is run when it should not be.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer import corpus
+from analyzer.errors import CorpusError
+from analyzer.sources import load_template
+
+
+def cached_sdist(corpus_dir: Path) -> Path:
+    return corpus_dir.parent / corpus.SDIST_NAME
+
+
+@pytest.fixture
+def no_pip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any attempt to run pip (the only network path) fail the test."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"unexpected subprocess: {args}")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+
+
+def fake_pip(
+    monkeypatch: pytest.MonkeyPatch, *, returncode: int = 0, stderr: str = "", payload: bytes | None = None
+) -> list[list[str]]:
+    """Stand in for ``pip download``: optionally save ``payload`` as the sdist in its ``--dest``."""
+    calls: list[list[str]] = []
+
+    def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(command)
+        if payload is not None:
+            dest = Path(command[command.index("--dest") + 1])
+            (dest / corpus.SDIST_NAME).write_bytes(payload)
+        return subprocess.CompletedProcess(command, returncode, stdout="", stderr=stderr)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    return calls
+
+
+# --------------------------------------------------------------------------------------------------
+# The corpus itself
+
+
+def test_corpus_has_all_templates(corpus_paths: list[Path]) -> None:
+    assert len(corpus_paths) == corpus.TEMPLATE_COUNT == 70
+    assert all(path.suffix == ".jinja" and path.is_file() for path in corpus_paths)
+
+
+def test_corpus_names_are_unique(corpus_paths: list[Path]) -> None:
+    stems = [path.stem for path in corpus_paths]
+    assert len(set(stems)) == len(stems)
+    assert corpus_paths == sorted(corpus_paths)
+
+
+def test_manifest_matches_files(corpus_dir: Path, corpus_paths: list[Path]) -> None:
+    manifest = corpus.read_manifest(corpus_dir)
+    assert set(manifest) == {path.name for path in corpus_paths}
+    for path in corpus_paths:
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == manifest[path.name], path.name
+
+
+def test_every_corpus_template_loads(corpus_paths: list[Path]) -> None:
+    for path in corpus_paths:
+        assert load_template(str(path)).source.strip(), path.name
+
+
+def test_cached_sdist_is_the_pinned_one(corpus_dir: Path) -> None:
+    digest = hashlib.sha256(cached_sdist(corpus_dir).read_bytes()).hexdigest()
+    assert digest == corpus.SDIST_SHA256
+
+
+def test_second_fetch_needs_no_network(corpus_dir: Path, no_pip: None) -> None:
+    assert corpus.fetch() == corpus_dir
+
+
+# --------------------------------------------------------------------------------------------------
+# Extraction from a given or cached sdist
+
+
+def test_extract_from_given_sdist(corpus_dir: Path, tmp_path: Path, no_pip: None) -> None:
+    lines: list[str] = []
+    templates = corpus.fetch(tmp_path, progress=lines.append, sdist=cached_sdist(corpus_dir))
+    assert templates == tmp_path / "corpus" / "llama-cpp-python-0.3.36" / "templates"
+    assert corpus.read_manifest(templates) == corpus.read_manifest(corpus_dir)
+    assert [path.name for path in corpus.corpus_templates(templates)] == [
+        path.name for path in corpus.corpus_templates(corpus_dir)
+    ]
+    assert any(line.startswith("verifying") for line in lines)
+    assert any(line.startswith("extracting") for line in lines)
+    assert (templates.parent / corpus.SDIST_NAME).is_file()  # kept for later re-extracts
+    assert not [p for p in templates.parent.iterdir() if p.name.startswith(".")]  # no scratch left
+
+    # A damaged corpus is rebuilt from the cached sdist, still without network.
+    victim = corpus.corpus_templates(templates)[0]
+    victim.write_text("edited", encoding="utf-8")
+    (templates / "stray.jinja").write_text("{{ x }}", encoding="utf-8")
+    assert corpus.fetch(tmp_path) == templates
+    assert victim.read_bytes() == (corpus_dir / victim.name).read_bytes()
+    assert not (templates / "stray.jinja").exists()
+
+
+def test_tampered_sdist_is_rejected(corpus_dir: Path, tmp_path: Path, no_pip: None) -> None:
+    tampered = tmp_path / corpus.SDIST_NAME
+    shutil.copyfile(cached_sdist(corpus_dir), tampered)
+    with open(tampered, "r+b") as handle:
+        handle.seek(1_000_000)
+        byte = handle.read(1)
+        handle.seek(1_000_000)
+        handle.write(bytes([byte[0] ^ 0x01]))
+    with pytest.raises(CorpusError) as info:
+        corpus.fetch(tmp_path / "cache", sdist=tampered)
+    message = str(info.value)
+    assert "sha256" in message and corpus.SDIST_SHA256 in message and str(tampered) in message
+    assert "\n" not in message
+    assert not (tmp_path / "cache" / "corpus" / "llama-cpp-python-0.3.36" / "templates").exists()
+
+
+def test_fake_sdist_is_rejected(tmp_path: Path, no_pip: None) -> None:
+    fake = tmp_path / "fake.tar.gz"
+    fake.write_bytes(b"not an sdist")
+    with pytest.raises(CorpusError, match="sha256"):
+        corpus.fetch(tmp_path / "cache", sdist=fake)
+
+
+def test_missing_given_sdist(tmp_path: Path, no_pip: None) -> None:
+    with pytest.raises(CorpusError, match="no such file"):
+        corpus.fetch(tmp_path / "cache", sdist=tmp_path / "absent.tar.gz")
+
+
+# --------------------------------------------------------------------------------------------------
+# Downloading (pip replaced)
+
+
+def test_corrupt_cached_sdist_is_downloaded_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "corpus" / "llama-cpp-python-0.3.36"
+    root.mkdir(parents=True)
+    (root / corpus.SDIST_NAME).write_bytes(b"damaged")
+    calls = fake_pip(monkeypatch, payload=b"still wrong")
+    pattern = r"^downloaded llama_cpp_python-0.3.36.tar.gz has sha256 [0-9a-f]{64}, expected [0-9a-f]{64}$"
+    with pytest.raises(CorpusError, match=pattern):
+        corpus.fetch(tmp_path)
+    assert len(calls) == 1
+    assert not (root / corpus.SDIST_NAME).exists()
+    assert [p.name for p in root.iterdir()] == []  # the scratch download folder is gone too
+
+
+def test_pip_command_uses_the_configured_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake_pip(monkeypatch, payload=b"x")
+    with pytest.raises(CorpusError):
+        corpus.fetch(tmp_path)
+    (command,) = calls
+    assert command[1:4] == ["-m", "pip", "download"]
+    assert "llama-cpp-python==0.3.36" in command
+    assert not any("://" in part for part in command)  # no index or URL of our own
+
+
+def test_pip_failure_reports_pips_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stderr = (
+        "Looking in indexes: somewhere\n"
+        "ERROR: No matching distribution found for llama-cpp-python==0.3.36\n"
+        "note: something generic\n"
+    )
+    fake_pip(monkeypatch, returncode=1, stderr=stderr)
+    with pytest.raises(CorpusError) as info:
+        corpus.fetch(tmp_path)
+    assert str(info.value) == (
+        "pip download llama-cpp-python==0.3.36 failed: "
+        "ERROR: No matching distribution found for llama-cpp-python==0.3.36"
+    )
+
+
+def test_pip_missing_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_pip(monkeypatch)
+    with pytest.raises(CorpusError, match="did not produce llama_cpp_python-0.3.36.tar.gz"):
+        corpus.fetch(tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Archive safety
+
+
+def test_extraction_keeps_only_direct_template_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pip: None
+) -> None:
+    prefix = corpus.MEMBER_PREFIX
+    archive = tmp_path / "crafted.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+
+        def add(name: str, data: bytes = b"{{ x }}", kind: bytes = tarfile.REGTYPE) -> None:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.size = len(data) if kind == tarfile.REGTYPE else 0
+            if kind == tarfile.SYMTYPE:
+                info.linkname = "/etc/passwd"
+            tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+        add(prefix + "good-a.jinja")
+        add(prefix + "good-b.jinja")
+        add(prefix + "../../../escape.jinja")
+        add(prefix + "nested/deeper.jinja")
+        add(prefix + "README.md")
+        add(prefix + "link.jinja", kind=tarfile.SYMTYPE)
+        add("other/models/templates/elsewhere.jinja")
+    monkeypatch.setattr(corpus, "SDIST_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
+    monkeypatch.setattr(corpus, "TEMPLATE_COUNT", 2)
+
+    templates = corpus.fetch(tmp_path / "cache", sdist=archive)
+    assert sorted(os.listdir(templates)) == ["MANIFEST.json", "good-a.jinja", "good-b.jinja"]
+    assert not list(tmp_path.rglob("escape.jinja"))
+
+
+def test_wrong_template_count_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pip: None) -> None:
+    archive = tmp_path / "small.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo(corpus.MEMBER_PREFIX + "only.jinja")
+        tar.addfile(info, io.BytesIO(b""))
+    monkeypatch.setattr(corpus, "SDIST_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
+    with pytest.raises(CorpusError, match="holds 1 templates .* expected 70"):
+        corpus.fetch(tmp_path / "cache", sdist=archive)
+
+
+def test_broken_archive_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pip: None) -> None:
+    archive = tmp_path / "broken.tar.gz"
+    archive.write_bytes(b"\x1f\x8b" + b"\x00" * 64)
+    monkeypatch.setattr(corpus, "SDIST_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
+    with pytest.raises(CorpusError, match="cannot extract"):
+        corpus.fetch(tmp_path / "cache", sdist=archive)
+
+
+# --------------------------------------------------------------------------------------------------
+# Cache location
+
+
+def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TEMPLATE_ANALYZER_CACHE", str(tmp_path / "explicit"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert corpus.default_cache_dir() == tmp_path / "explicit"
+    monkeypatch.delenv("TEMPLATE_ANALYZER_CACHE")
+    assert corpus.default_cache_dir() == tmp_path / "xdg" / "template-analyzer"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert corpus.default_cache_dir() == tmp_path / "home" / ".cache" / "template-analyzer"
