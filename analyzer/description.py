@@ -15,6 +15,8 @@ slots in the order the template writes them, e.g. ``<tool_call>`` ``{call JSON}`
 from __future__ import annotations
 
 import json
+import types
+import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Union
 
@@ -277,12 +279,50 @@ def from_dict(data: Any) -> Any:
         if extra:
             raise DescriptionError(f"unexpected field(s) {sorted(extra)} in {kind!r} node")
         try:
-            return cls(**{k: from_dict(v) for k, v in data.items() if k != "kind"})
+            node = cls(**{k: from_dict(v) for k, v in data.items() if k != "kind"})
         except TypeError as exc:
             raise DescriptionError(f"malformed {kind!r} node: {exc}") from None
+        hints = _hints(cls)
+        for f in fields(cls):
+            value = getattr(node, f.name)
+            if not _conforms(value, hints[f.name]):
+                raise DescriptionError(f"field {f.name!r} of {kind!r} node has the wrong type: {value!r:.60}")
+        return node
     if isinstance(data, list):
         return tuple(from_dict(item) for item in data)
     return data
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether a value read from JSON has the type a node field declares."""
+    origin = typing.get_origin(hint)
+    if origin is Union or isinstance(hint, types.UnionType):
+        return any(_conforms(value, option) for option in typing.get_args(hint))
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(item, args[0]) for item in value)
+        return len(args) == len(value) and all(_conforms(v, a) for v, a in zip(value, args))
+    if hint is type(None):
+        return value is None
+    if hint is int:
+        return type(value) is int
+    if hint is bool:
+        return type(value) is bool
+    if hint is Any:
+        return True
+    return isinstance(value, hint)
 
 
 def dumps(description: FormatDescription) -> str:
@@ -294,7 +334,8 @@ def loads(text: str) -> FormatDescription:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DescriptionError(f"format description is not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if type(version) is not int or version != SCHEMA_VERSION:
         raise DescriptionError(f"format description must have schema_version {SCHEMA_VERSION}")
     node = from_dict(data)
     if not isinstance(node, FormatDescription):

@@ -248,7 +248,6 @@ def test_loads_rejects_wrong_schema_version() -> None:
     _assert_one_line_description_error('"text"', "format description must have schema_version 1")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: loads compares schema_version with ==, so true and 1.0 pass as 1")
 @pytest.mark.parametrize("version", [True, 1.0])
 def test_loads_rejects_a_schema_version_that_is_not_the_integer_1(version: object) -> None:
     data = to_dict(json_call_description())

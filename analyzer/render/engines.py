@@ -342,6 +342,8 @@ class MiniJinjaTemplate:
         except TemplateRaised as exc:
             raise RenderError(f"{self.template.name}: template raised: {exc}", raised_by_template=True) from None
         except minijinja.TemplateError as exc:
+            if "recursion limit" in str(exc):
+                raise RenderLimitError(f"{self.template.name}: render recursed too deeply") from None
             if "out of fuel" in str(exc):
                 raise RenderLimitError(
                     f"{self.template.name}: render ran past its instruction budget ({self.limits.fuel} fuel)"
