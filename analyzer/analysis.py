@@ -59,7 +59,8 @@ def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderL
     finding = detect_calls(session, turn, found.call_output, ids)
     warnings += finding.warnings
     calls = finding.calls
-    results = detect_results(session) if isinstance(calls, Calls) else Unknown("the template writes no tool calls")
+    results = detect_results(session, turn.stop) if isinstance(calls, Calls) else Unknown(
+        "the template writes no tool calls")
 
     capabilities = Capabilities(
         tools=_tools_capability(session),

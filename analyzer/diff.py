@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from rapidfuzz.distance import Indel
+
 # Text that models emit as one special token usually looks like <...>, <|...|>, [...], <｜...｜>.
 _MARKER_OPENERS = "<["
 _MARKER_CLOSERS = {"<": ">", "[": "]"}
@@ -209,6 +211,44 @@ def _same_modulo_counters(expected: str, actual: str) -> tuple[tuple[int, str, s
     expected_runs = [m.group() for m in _DIGITS.finditer(expected)]
     actual_runs = [m.group() for m in _DIGITS.finditer(actual)]
     return tuple((k, e, a) for k, (e, a) in enumerate(zip(expected_runs, actual_runs)) if e != a)
+
+
+def added_text(base: str, longer: str, must_contain: str) -> str | None:
+    """The run of text ``longer`` adds to ``base`` that holds ``must_contain``.
+
+    Aligned with rapidfuzz's Indel edit script, so that small changes elsewhere (a template that
+    writes the previous turn differently once a result follows it) do not swallow the added run. Of
+    the positions the run could slide to, the latest is taken: what a new message adds comes after
+    the turn it follows.
+    """
+    head = common_prefix_len(base, longer)
+    tail = common_suffix_len(base, longer, limit=min(len(base), len(longer)) - head)
+    middle = longer[head:len(longer) - tail]
+    if must_contain in middle and len(longer) - len(base) == len(middle):
+        return middle
+    for op in Indel.opcodes(base, longer):
+        if op.tag != "equal" and must_contain in longer[op.dest_start:op.dest_end]:
+            start, end = op.dest_start, op.dest_end
+            if op.tag == "insert":
+                start, end = _slide_late(longer, start, end)
+            return longer[start:end]
+    return middle if must_contain in middle else None
+
+
+def _slide_late(text: str, start: int, end: int) -> tuple[int, int]:
+    """An inserted run can slide while the character it uncovers equals the one it covers; take the
+    latest place whose ends are not inside a marker, else the latest place."""
+    places = [(start, end)]
+    while start > 0 and text[start - 1] == text[end - 1]:
+        start, end = start - 1, end - 1
+        places.append((start, end))
+    start, end = places[0]
+    while end < len(text) and text[start] == text[end]:
+        start, end = start + 1, end + 1
+        places.append((start, end))
+    inside = inside_marker_mask(text)
+    clean = [p for p in places if not inside[p[0]] and not inside[p[1]]]
+    return max(clean or places)
 
 
 def find_all(text: str, needle: str) -> list[int]:

@@ -428,3 +428,13 @@ def test_visible(text: str, expected: str) -> None:
 def test_visible_is_injective_and_one_line(a: str, b: str) -> None:
     assert "\n" not in visible(a) and "\r" not in visible(a)
     assert (visible(a) == visible(b)) == (a == b)
+
+
+def test_added_text_takes_the_block_holding_the_sentinel():
+    from analyzer.diff import added_text
+
+    base = '<calls>[{"a": 1}]</calls><end>'
+    longer = '<calls>[{"a": 1}, "id": "x"]</calls><end><result>RES</result>'
+    assert added_text(base, longer, "RES") == "<result>RES</result>"
+    assert added_text("abc", "abXYZc", "XYZ") == "XYZ"
+    assert added_text("abc", "abc", "Q") is None

@@ -5,19 +5,37 @@ from __future__ import annotations
 import json
 
 from analyzer.description import Results, Unknown
-from analyzer.diff import common_prefix_len, common_suffix_len, repeated_unit
+from analyzer.diff import added_text, repeated_unit
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
 
 
-def _inserted(base: str, longer: str) -> str:
-    """The text ``longer`` adds to ``base``, placed as late as it can go (after the turn it follows)."""
-    head = common_prefix_len(base, longer)
-    tail = common_suffix_len(base, longer, limit=min(len(base), len(longer)) - head)
-    return longer[head:len(longer) - tail]
+def _wrapper(render: str, added: str, stops: tuple[str, ...]) -> tuple[str, str]:
+    """Text before and after the result. The diff against the render without a result can reach back
+    into the assistant turn (templates write calls differently when a result follows), so where the
+    turn's stop string comes before the result, the wrapper starts after it; likewise it ends at the
+    first stop after the result."""
+    at = added.find(v.RESULT_TEXT)
+    before, after_result = added[:at], added[at + len(v.RESULT_TEXT):]
+    where = render.rfind(v.RESULT_TEXT)
+    head, tail = render[:where], render[where + len(v.RESULT_TEXT):]
+    for stop in stops:
+        cut = head.rfind(stop)
+        if cut != -1:
+            rest = head[cut + len(stop):]
+            # Extend back to the turn end over a short header; cut a diff that reached past it.
+            if len(rest) >= len(before) and len(rest) - len(before) <= 64:
+                before = rest.lstrip()
+            elif len(rest) < len(before):
+                before = rest.lstrip()
+        ends = tail.find(stop)
+        if ends != -1 and ends <= len(after_result) + 2 * len(stop):
+            end = ends + len(stop)
+            after_result = tail[:end] + tail[end:][:len(tail[end:]) - len(tail[end:].lstrip("\n"))]
+    return before, after_result
 
 
-def detect_results(session: Session) -> Results | Unknown:
+def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | Unknown:
     form = session.form
     call_turn = v.assistant(form, calls=(v.CALL1,))
     base = session.history(call_turn)
@@ -25,9 +43,8 @@ def detect_results(session: Session) -> Results | Unknown:
     if isinstance(base, Failed) or isinstance(one, Failed):
         failed = base if isinstance(base, Failed) else one
         return Unknown(f"a tool result does not render: {failed.message}")
-    added = _inserted(base, one)
-    at = added.find(v.RESULT_TEXT)
-    if at == -1:
+    added = added_text(base, one, v.RESULT_TEXT)
+    if added is None:
         return Unknown("the tool result text is not written")
     id1 = form.ids()[0]
     carries_id = id1 in added
@@ -55,10 +72,11 @@ def detect_results(session: Session) -> Results | Unknown:
                              .replace(id2, id1).replace(v.FN2, v.FN1), v.RESULT_TEXT)
         separator = unit.separator if unit else Unknown("two results are not written as one result repeated")
 
+    open_text, close_text = _wrapper(one, added, stops)
     return Results(
         role="tool",
-        open=added[:at],
-        close=added[at + len(v.RESULT_TEXT):],
+        open=open_text,
+        close=close_text,
         separator=separator,
         carries_id=carries_id,
         carries_name=carries_name,

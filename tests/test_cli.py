@@ -1,0 +1,116 @@
+"""The command line, driven through its real entry point: outputs, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli, main
+
+
+def run(args, input=None):
+    """Invoke ``main`` as the console script does; return (exit code, stdout, stderr)."""
+    runner = CliRunner()
+    result = runner.invoke(_entry, args, input=input, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+import click  # noqa: E402
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.pass_context
+def _entry(ctx):
+    main(list(ctx.args))
+
+
+def test_analyze_summary_shows_markers_with_visible_whitespace(corpus_dir):
+    code, out, err = run(["analyze", str(corpus_dir / "Qwen3-Coder.jinja")])
+    assert code == 0, err
+    assert "format: tag-kv" in out
+    assert "<tool_call>\\n<function={name}>\\n{arguments}\\n</function>\\n</tool_call>" in out
+    assert "stop: '<|im_end|>'" in out
+
+
+def test_analyze_json_is_one_object_per_line_with_format(corpus_dir):
+    names = ["Qwen-Qwen2.5-7B-Instruct", "google-gemma-2-2b-it", "LFM2.5-8B-A1B"]
+    code, out, err = run(["analyze", "--json", *[str(corpus_dir / f"{n}.jinja") for n in names]])
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert [json.loads(line)["format"] for line in lines] == ["json", "none", "python"]
+    assert [json.loads(line)["template"]["name"] for line in lines] == names
+
+
+def test_analyze_reads_stdin(corpus_dir):
+    text = (corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
+    code, out, _ = run(["analyze", "--json", "-"], input=text)
+    assert code == 0 and json.loads(out)["format"] == "json"
+
+
+def test_analyze_with_jinja2_engine(corpus_dir):
+    code, out, _ = run(["analyze", "--json", "--engine", "jinja2", str(corpus_dir / "moonshotai-Kimi-K2.jinja")])
+    data = json.loads(out)
+    assert code == 0 and data["format"] == "tag-json" and data["template"]["engine"] == "jinja2"
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["analyze", "/no/such/template.jinja"], "/no/such/template.jinja: no such file or directory"),
+    (["analyze", "--engine", "nope", "x.jinja"], "Invalid value for '--engine'"),
+])
+def test_bad_input_exits_2_with_one_line(args, fragment):
+    code, out, err = run(args)
+    assert code == 2
+    assert fragment in err
+    assert len(err.strip().splitlines()) == 1 or "Usage:" in err
+
+
+def test_syntax_error_names_the_line(tmp_path):
+    path = tmp_path / "broken.jinja"
+    path.write_text("line one\n{% if %}\n", encoding="utf-8")
+    code, _, err = run(["analyze", str(path)])
+    assert code == 2
+    assert err.startswith("Error: ") and "line 2" in err and str(path) in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_render_prints_the_prompt(tmp_path, corpus_dir):
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "Hi there"}]), encoding="utf-8")
+    code, out, err = run(["render", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--messages", str(messages),
+                          "--generation-prompt"])
+    assert code == 0, err
+    assert out.endswith("<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_render_rejects_bad_messages_file(tmp_path, corpus_dir):
+    messages = tmp_path / "m.json"
+    messages.write_text("{not json", encoding="utf-8")
+    code, _, err = run(["render", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--messages", str(messages)])
+    assert code == 2 and "messages is not valid JSON" in err and len(err.strip().splitlines()) == 1
+
+
+def test_render_reports_a_template_refusal_as_exit_1(tmp_path):
+    template = tmp_path / "strict.jinja"
+    template.write_text("{{ raise_exception('no system role') }}", encoding="utf-8")
+    messages = tmp_path / "m.json"
+    messages.write_text("[]", encoding="utf-8")
+    code, _, err = run(["render", str(template), "--messages", str(messages)])
+    assert code == 1 and "template raised: no system role" in err
+
+
+def test_corpus_fetch_prints_the_folder(corpus_dir):
+    code, out, _ = run(["corpus", "fetch"])
+    assert code == 0 and out.strip() == str(corpus_dir)
+
+
+def test_python_dash_m_works():
+    done = subprocess.run([sys.executable, "-m", "analyzer", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "analyze" in done.stdout
+
+
+def test_click_group_lists_commands():
+    assert {"analyze", "render", "corpus", "golden"} <= set(cli.commands)
