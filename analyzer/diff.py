@@ -157,6 +157,8 @@ def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_conta
         # the costly checks run only for candidates that could still win.
         end_ok = not inside[end] if end < len(inside) else True
         for length in range(common, end - holder - 1, -1):
+            if best is not None and best[0] > (True, True, length):
+                break  # no shorter unit can beat the best found
             start = end - length
             first_char, last_char = one[start], one[end - 1]
             on_boundaries = end_ok and not inside[start]
@@ -181,11 +183,17 @@ def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_conta
 def _common_suffix_digits_alike(one: str, end: int, other: str) -> int:
     n = min(end, len(other))
     i = 0
+    # Equal blocks first; the character loop below only runs near differences.
+    step = 32
+    while i + step <= n and one[end - i - step:end - i] == other[len(other) - i - step:len(other) - i]:
+        i += step
     while i < n:
         a, b = one[end - 1 - i], other[len(other) - 1 - i]
         if a != b and not (a.isdigit() and b.isdigit()):
             break
         i += 1
+        while i + step <= n and one[end - i - step:end - i] == other[len(other) - i - step:len(other) - i]:
+            i += step
     return i
 
 

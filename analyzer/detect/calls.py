@@ -34,12 +34,14 @@ class CallsFinding:
 _CALL_SENTINELS = (v.FN1, v.FN2, v.ARG1, v.ARG2, v.STR1, v.STR2)
 
 
-def calls_region(session: Session, calls: tuple[v.Call, ...], output: str, turn: Turn) -> tuple[int, int]:
+def calls_region(session: Session, calls: tuple[v.Call, ...], output: str, turn: Turn,
+                 known_tail: str | None = None) -> tuple[int, int, str | None]:
     """Span of ``output`` between what every assistant turn starts with and where the turn ends.
 
     A final message may be followed by text the template appends at the very end, which the model
     does not write. The turn ends at the first stop string after the last call sentinel, or where a
-    tool result and a user message after the calls part, whichever comes first.
+    tool result and a user message after the calls part, whichever comes first. That second end is
+    returned as the text after the last sentinel, so a render of more calls can reuse it (``known_tail``).
     """
     start = len(turn.history_prefix) if output.startswith(turn.history_prefix) else 0
     last = max((output.rfind(s) + len(s) for s in _CALL_SENTINELS if s in output), default=start)
@@ -48,18 +50,20 @@ def calls_region(session: Session, calls: tuple[v.Call, ...], output: str, turn:
         found = output.find(stop, last)
         if found != -1:
             end = min(end, found)
-    form = session.form
-    message = v.assistant(form, calls=calls)
-    then_tool = session.history(message, v.tool_result(calls[0], v.RESULT_TEXT, form))
-    then_user = session.history(message, v.user(v.USER_TEXT2))
     tail = output[last:]
-    tool_after = _continuation(then_tool, output, last)
-    user_after = _continuation(then_user, output, last)
-    if tool_after is not None and user_after is not None:
-        shared = shared_turn_end(tool_after, user_after, turn.generation_prompt)
-        if tail.startswith(shared):
-            end = min(end, last + len(shared))
-    return start, max(start, end)
+    shared = known_tail
+    if shared is None:
+        form = session.form
+        message = v.assistant(form, calls=calls)
+        then_tool = session.history(message, v.tool_result(calls[0], v.RESULT_TEXT, form))
+        then_user = session.history(message, v.user(v.USER_TEXT2))
+        tool_after = _continuation(then_tool, output, last)
+        user_after = _continuation(then_user, output, last)
+        if tool_after is not None and user_after is not None:
+            shared = shared_turn_end(tool_after, user_after, turn.generation_prompt)
+    if shared is not None and tail.startswith(shared):
+        end = min(end, last + len(shared))
+    return start, max(start, end), shared
 
 
 def _continuation(full: str | Failed, output: str, last: int) -> str | None:
@@ -90,7 +94,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     if v.FN1 not in call_output:
         return CallsFinding(Unknown("tool calls in history are not written"), Capability("unknown"), ())
     form = session.form
-    start, end = calls_region(session, (v.CALL1,), call_output, turn)
+    start, end, tail = calls_region(session, (v.CALL1,), call_output, turn)
     region = call_output[start:end]
 
     two = session.output(v.assistant(form, calls=(v.CALL1, v.CALL2)))
@@ -101,7 +105,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         parallel = Capability("dropped", "only the first of two parallel calls is written")
     else:
         parallel = Capability("yes")
-        two_start, two_end = calls_region(session, (v.CALL1, v.CALL2), two, turn)
+        two_start, two_end, _ = calls_region(session, (v.CALL1, v.CALL2), two, turn, known_tail=tail)
         unit = repeated_unit(region, two[two_start:two_end], _substitute_call(form), v.FN1)
         if unit is None:
             warnings.append("two parallel calls are not written as one call repeated; separator unknown")

@@ -71,6 +71,10 @@ def probe(session: Session) -> Probe:
     first_failure: Failed | None = None
     for as_string, content, id_form, descriptions in product(
             (False, True), ("", None), tuple(v.ID_FORMS), (True, False)):
+        if (id_form, descriptions) != (base.id_form, base.tool_descriptions) and first_failure is None:
+            # Ids and descriptions only matter to templates that raise; one that renders without
+            # writing the call ignores them.
+            continue
         form = base.with_(arguments_as_string=as_string, content_with_calls=content, id_form=id_form,
                           tool_descriptions=descriptions)
         output = _call_output(session, form)

@@ -15,7 +15,8 @@ from analyzer.diff import common_prefix_len, common_suffix_len, marker_end, mark
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
 
-REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+# The keys clients and templates use for reasoning, each probed with its own text.
+REASONING_PROBES = {"reasoning_content": "Rqz thinking", "reasoning": "Rwj musing", "thinking": "Rkx pondering"}
 _MARKER = re.compile(r"<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\]")
 
 
@@ -41,23 +42,40 @@ def _glue_marker(text: str, at: int) -> int:
     return at
 
 
+def _reasoning_key(session: Session, **message: object) -> str | None:
+    """Which message key the template reads reasoning from: one render with every key set to its own text."""
+    # reasoning_content alone first: it is what OpenAI-style clients send, so a template that reads
+    # several keys is described by that one.
+    for keys in (("reasoning_content",), tuple(REASONING_PROBES)[1:]):
+        probe = v.assistant(session.form, **message)  # type: ignore[arg-type]
+        for key in keys:
+            probe[key] = REASONING_PROBES[key]
+        output = session.history(probe)
+        if isinstance(output, str):
+            found = next((key for key in keys if REASONING_PROBES[key] in output), None)
+            if found is not None:
+                return found
+    return None
+
+
 def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
     # Whole history renders, not model outputs: the generation prompt may have written the open marker.
     plain = session.history(v.assistant(session.form, content=v.CONTENT_TEXT))
     if isinstance(plain, Failed):
         return Unknown(f"content turn does not render: {plain.message}")
-    for key in REASONING_KEYS:
+    key = _reasoning_key(session, content=v.CONTENT_TEXT)
+    if key is not None:
         form = session.form.with_(reasoning_key=key)
-        output = session.with_form(form).history(
-            v.assistant(form, content=v.CONTENT_TEXT, reasoning=v.REASONING_TEXT))
+        output = session.with_form(form).history(v.assistant(form, content=v.CONTENT_TEXT, reasoning=v.REASONING_TEXT))
         if isinstance(output, str) and v.REASONING_TEXT in output:
             return _markers(session, turn, plain, output, key, "all turns")
     # Some templates keep reasoning only on turns that call tools (it is needed to continue them).
     call_plain = session.history(v.assistant(session.form, calls=(v.CALL1,)))
-    for key in REASONING_KEYS:
+    key = _reasoning_key(session, calls=(v.CALL1,))
+    if key is not None and isinstance(call_plain, str):
         form = session.form.with_(reasoning_key=key)
         output = session.with_form(form).history(v.assistant(form, calls=(v.CALL1,), reasoning=v.REASONING_TEXT))
-        if isinstance(output, str) and isinstance(call_plain, str) and v.REASONING_TEXT in output:
+        if isinstance(output, str) and v.REASONING_TEXT in output:
             return _markers(session, turn, call_plain, output, key, "turns with tool calls")
     return Unknown("no reasoning field (reasoning_content, reasoning, thinking) is written in history")
 

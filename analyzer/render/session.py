@@ -38,13 +38,13 @@ class Session:
 
     def with_form(self, form: v.InputForm) -> "Session":
         other = Session(self.compiled, form, extra=self.extra)
-        other._cache = self._cache if form == self.form else {}
+        other._cache = self._cache  # keys hold everything a form changes in a render
         return other
 
     def render(self, messages: list[dict[str, Any]], *, tools: bool = True, generation_prompt: bool = False,
                extra: dict[str, Any] | None = None) -> str | Failed:
         context_extra = {**self.extra, **(extra or {})}
-        key = repr((messages, tools, generation_prompt, sorted(context_extra.items())))
+        key = repr((messages, tools and self.form.tool_descriptions, generation_prompt, sorted(context_extra.items())))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
