@@ -152,6 +152,8 @@ class Calls:
     arguments: Arguments
     ids: CallIds | Unknown
     content_before_calls: str | Unknown  # "kept" | "dropped"
+    no_arguments: Pattern | Unknown  # one call with no arguments, as written (it may differ from ``call``)
+    json_array: bool  # the section is a JSON array of calls: "[" ... "]" joined by ","
 
 
 # --------------------------------------------------------------------------- turn, reasoning, results
@@ -200,6 +202,7 @@ class Results:
     carries_name: bool
     json_content: str  # "as is" | "quoted" (escaped into a string) | "unknown"
     linked_by: str  # "id" | "name" | "order"
+    rendered_as: str  # "user turn" | "own turn" | "inside the assistant turn"
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,13 +82,17 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
             lines.append(f"  call ids           {c.ids.written}; accepted: {', '.join(c.ids.accepted) or '-'}"
                          + (f"; {refused}" if refused else ""))
         lines.append(f"  content with calls {show(c.content_before_calls)}")
+        if isinstance(c.no_arguments, tuple):
+            lines.append(f"  no-argument call   {pattern(c.no_arguments)}")
+        if c.json_array:
+            lines.append("  calls form a JSON array")
     else:
         lines.append(f"  calls              {show(c)}")
 
     res = d.results
     if isinstance(res, Results):
         lines.append(f"  tool result        {show(res.open)} ... {show(res.close)}")
-        lines.append(f"                     linked by {res.linked_by}; id written: {res.carries_id};"
+        lines.append(f"                     written as {res.rendered_as}; linked by {res.linked_by}; id written: {res.carries_id};"
                      f" name written: {res.carries_name}; JSON content: {res.json_content}")
     else:
         lines.append(f"  tool result        {show(res)}")

@@ -101,9 +101,12 @@ def json_call_description() -> FormatDescription:
             ids=CallIds(written="as given", accepted=("openai", "alnum9"),
                         refused=(("short", "Tool call IDs should be alphanumeric strings with length 9!"),)),
             content_before_calls="kept",
+            no_arguments=(Text('<tool_call>\n{"name": "'), Field("name"), Text('", "arguments": {}}\n</tool_call>')),
+            json_array=False,
         ),
         results=Results(role="tool", open="<tool_response>\n", close="\n</tool_response>", separator="\n",
-                        carries_id=False, carries_name=True, json_content="as is", linked_by="order"),
+                        carries_id=False, carries_name=True, json_content="as is", linked_by="order",
+                        rendered_as="user turn"),
         capabilities=capabilities(),
         warnings=("content None raises", "é ünïcode kept"),
     )
@@ -130,6 +133,8 @@ def key_value_description() -> FormatDescription:
             ),
             ids=Unknown("ids are not written"),
             content_before_calls=Unknown("no content rendered"),
+            no_arguments=Unknown("a call with no arguments does not render"),
+            json_array=False,
         ),
         results=Unknown("results are not rendered"),
         capabilities=capabilities(),
@@ -349,7 +354,7 @@ def test_pattern_round_trip_inside_a_description(pattern: tuple) -> None:
         schema_version=description.schema_version, template=description.template, format=description.format,
         turn=description.turn, reasoning=description.reasoning,
         calls=Calls(calls.section_open, calls.section_close, calls.separator, pattern, calls.json_call,
-                    calls.arguments, calls.ids, calls.content_before_calls),
+                    calls.arguments, calls.ids, calls.content_before_calls, calls.no_arguments, calls.json_array),
         results=description.results, capabilities=description.capabilities,
     )
     assert loads(dumps(changed)) == changed

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.description import (
-    CallIds, Calls, Capability, Field, JsonCall, KeyValueArguments, Part, Turn, Unknown,
+    CallIds, Calls, Capability, Field, JsonCall, KeyValueArguments, Part, Text, Turn, Unknown,
 )
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
 from analyzer.diff import find_all, repeated_unit
@@ -159,6 +159,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     else:
         content_before = "kept" if v.CONTENT_TEXT in content else "dropped"
 
+    no_arguments = _no_arguments(session, turn, pattern, section_open, section_close)
     calls = Calls(
         section_open=section_open,
         section_close=section_close,
@@ -168,8 +169,48 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         arguments=arguments,
         ids=_written_ids(ids, pattern, json_call if isinstance(json_call, JsonCall) else None),
         content_before_calls=content_before,
+        no_arguments=no_arguments,
+        json_array=(isinstance(json_call, JsonCall) and section_open.rstrip().endswith("[")
+                    and section_close.lstrip().startswith("]")
+                    and isinstance(separator, str) and separator.strip() == ","),
     )
     return CallsFinding(calls, parallel, tuple(warnings))
+
+
+def _no_arguments(session: Session, turn: Turn, pattern: tuple[Part, ...], section_open: str, section_close: str
+                  ) -> tuple[Part, ...] | Unknown:
+    """How a call with no arguments is written, as a pattern with the name (and id) as fields.
+
+    The call is cut out of its render by the markers already found: after the section opener, up
+    to the section closer, or else to the call's own last literal.
+    """
+    call = v.Call(v.FN1, {}, 0)
+    output = session.output(v.assistant(session.form, calls=(call,)))
+    if isinstance(output, Failed):
+        return Unknown(f"a call with no arguments does not render: {output.message}")
+    name_at = output.find(v.FN1)
+    if name_at == -1:
+        return Unknown("a call with no arguments is not written")
+    start = len(turn.history_prefix) if output.startswith(turn.history_prefix) else 0
+    if section_open.strip():
+        opened = output.rfind(section_open.strip(), 0, name_at)
+        if opened != -1:
+            start = opened + len(section_open.strip())
+    last_literal = pattern[-1].text if pattern and isinstance(pattern[-1], Text) else ""
+    end = -1
+    if section_close.strip():
+        end = output.find(section_close.strip(), name_at)
+    if end == -1 and last_literal.strip():
+        end = output.find(last_literal.strip(), name_at)
+        end = end + len(last_literal.strip()) if end != -1 else -1
+    if end == -1:
+        start, end, _ = calls_region(session, (call,), output, turn)
+    text = output[start:end]
+    id1 = session.form.ids()[0]
+    spans: list[tuple[int, int, Part]] = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
+    spans += [(i, i + len(id1), Field("id")) for i in find_all(text, id1)]
+    return build_pattern(text.strip(), [(s - (len(text) - len(text.lstrip())), e - (len(text) - len(text.lstrip())), p)
+                                        for s, e, p in spans])
 
 
 def _inside(i: int, spans: list[tuple[int, int]]) -> bool:

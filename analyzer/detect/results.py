@@ -6,6 +6,7 @@ import json
 
 from analyzer.description import Results, Unknown
 from analyzer.diff import added_text, repeated_unit
+from analyzer.detect.turn import MARKER
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
 
@@ -73,6 +74,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
         separator = unit.separator if unit else Unknown("two results are not written as one result repeated")
 
     open_text, close_text = _wrapper(one, added, stops)
+    rendered_as = _rendered_as(session, one, open_text, stops)
     return Results(
         role="tool",
         open=open_text,
@@ -82,4 +84,26 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
         carries_name=carries_name,
         json_content=json_content,
         linked_by="id" if carries_id else "name" if carries_name else "order",
+        rendered_as=rendered_as,
     )
+
+
+def _rendered_as(session: Session, render: str, open_text: str, stops: tuple[str, ...]) -> str:
+    """Whether results are written as a user turn, a turn of their own, or inside the assistant turn.
+
+    A user turn is recognised by the header written before a user message; a result with no turn end
+    between the calls and itself sits inside the assistant turn.
+    """
+    opening = session.render([v.user()], tools=True)
+    if isinstance(opening, str) and v.USER_TEXT in opening:
+        head = opening[:opening.find(v.USER_TEXT)]
+        cut = max((head.rfind(stop) + len(stop) for stop in stops if stop in head), default=-1)
+        user_header = head[cut:].lstrip() if cut >= 0 else ""
+        if user_header.strip() and open_text.startswith(user_header.strip()):
+            return "user turn"
+    before_result = render[:render.rfind(v.RESULT_TEXT)]
+    after_calls = before_result[before_result.rfind(v.STR1) + len(v.STR1):]
+    # No turn end between the calls and the result, and no marker of a header before it.
+    if stops and not any(stop in after_calls for stop in stops) and not MARKER.search(open_text):
+        return "inside the assistant turn"
+    return "own turn"
