@@ -145,6 +145,9 @@ def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_conta
     best: tuple[tuple[bool, bool, int], RepeatedUnit] | None = None
     inside = inside_marker_mask(one)
     for end in range(ins.lo, ins.hi + 1):
+        end_ok = not inside[end] if end < len(inside) else True
+        if best is not None and best[0][0] and not end_ok:
+            continue  # a unit ending inside a marker cannot beat one on marker boundaries
         inserted = two[end:end + ins.size]
         translated = to_first(inserted)
         # The unit is a suffix of ``translated`` that also ends ``one`` at ``end`` (digits may differ:
@@ -155,7 +158,6 @@ def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_conta
             continue
         # Longest first: the first candidate that scores best for this end is the one to keep, so
         # the costly checks run only for candidates that could still win.
-        end_ok = not inside[end] if end < len(inside) else True
         for length in range(common, end - holder - 1, -1):
             if best is not None and best[0] > (True, True, length):
                 break  # no shorter unit can beat the best found
