@@ -82,6 +82,7 @@ def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderL
         results=results,
         capabilities=capabilities,
         warnings=tuple(warnings),
+        bound_variables=tuple(sorted(session.extra)),
     )
 
 

@@ -248,6 +248,8 @@ class FormatDescription:
     results: Results | Unknown
     capabilities: Capabilities
     warnings: tuple[str, ...] = field(default=())
+    # Variables of the template's own that had to be bound (to "") for it to render at all.
+    bound_variables: tuple[str, ...] = field(default=())
 
 
 # --------------------------------------------------------------------------- serialisation
