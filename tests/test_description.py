@@ -210,7 +210,7 @@ def test_dumps_is_sorted_and_stable() -> None:
     assert text == json.dumps(data, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
     # keys sorted at the top level and inside nodes, independent of the dataclass field order
     assert list(data) == sorted(data)
-    assert list(data)[:3] == ["calls", "capabilities", "format"]
+    assert list(data)[:4] == ["bound_variables", "calls", "capabilities", "format"]
     assert list(data["turn"]) == ["content_close", "content_open", "end", "generation_prompt", "history_prefix",
                                   "kind", "stop"]
     assert "é ünïcode kept" in text  # not \u-escaped
