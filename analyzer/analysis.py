@@ -12,7 +12,7 @@ import re
 import minijinja
 
 from analyzer.description import (
-    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, FormatDescription, JsonArguments,
+    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, FormatDescription, InputForm, JsonArguments,
     KeyValueArguments, TemplateRef, Unknown,
 )
 from analyzer.detect.calls import detect_calls
@@ -81,6 +81,8 @@ def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderL
         calls=calls,
         results=results,
         capabilities=capabilities,
+        input_form=InputForm(found.form.content_with_calls, found.form.arguments_as_string, found.form.id_form,
+                             found.form.tool_descriptions),
         warnings=tuple(warnings),
         bound_variables=tuple(sorted(session.extra)),
     )

@@ -229,6 +229,21 @@ class Capabilities:
 
 
 @dataclass(frozen=True, slots=True)
+class InputForm:
+    """How conversations were spelled for the template in the analysis: the forms it takes.
+
+    ``content_with_calls`` is the content of an assistant message that has tool calls ("" or None);
+    ``id_form`` the shape of call ids ("openai": call_..., "alnum9": 9 alphanumerics).
+    """
+
+    kind: ClassVar[str] = "input_form"
+    content_with_calls: str | None
+    arguments_as_string: bool
+    id_form: str
+    tool_descriptions: bool
+
+
+@dataclass(frozen=True, slots=True)
 class TemplateRef:
     kind: ClassVar[str] = "template"
     name: str
@@ -247,6 +262,7 @@ class FormatDescription:
     calls: Calls | Unknown
     results: Results | Unknown
     capabilities: Capabilities
+    input_form: InputForm
     warnings: tuple[str, ...] = field(default=())
     # Variables of the template's own that had to be bound (to "") for it to render at all.
     bound_variables: tuple[str, ...] = field(default=())
@@ -257,7 +273,7 @@ class FormatDescription:
 _NODES: dict[str, type] = {
     cls.kind: cls
     for cls in (Unknown, Text, Field, JsonArguments, ArgumentForm, KeyValueArguments, JsonCall, CallIds,
-                Calls, Turn, Reasoning, Results, Capability, Capabilities, TemplateRef, FormatDescription)
+                Calls, Turn, Reasoning, Results, Capability, Capabilities, InputForm, TemplateRef, FormatDescription)
 }
 
 

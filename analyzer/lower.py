@@ -127,6 +127,7 @@ class OutputShape:
 
     template: str
     generation_prompt: str
+    prefix: Literal  # what every turn starts with that the prompt did not write (an empty reasoning block)
     reasoning: ReasoningShape | None
     content_open: Literal
     content_close: Literal
@@ -280,6 +281,7 @@ def lower(description: FormatDescription) -> OutputShape:
     return OutputShape(
         template=description.template.name,
         generation_prompt=turn.generation_prompt if isinstance(turn.generation_prompt, str) else "",
+        prefix=tuple(split_markers(turn.history_prefix)),
         reasoning=reasoning,
         content_open=tuple(split_markers(turn.content_open)),
         content_close=tuple(split_markers(turn.content_close)),

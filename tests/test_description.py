@@ -15,6 +15,7 @@ from analyzer.description import (
     CallIds,
     Calls,
     Capabilities,
+    InputForm,
     Capability,
     Field,
     FormatDescription,
@@ -108,6 +109,7 @@ def json_call_description() -> FormatDescription:
                         carries_id=False, carries_name=True, json_content="as is", linked_by="order",
                         rendered_as="user turn"),
         capabilities=capabilities(),
+        input_form=InputForm(content_with_calls=None, arguments_as_string=True, id_form="alnum9", tool_descriptions=True),
         warnings=("content None raises", "é ünïcode kept"),
     )
 
@@ -138,6 +140,7 @@ def key_value_description() -> FormatDescription:
         ),
         results=Unknown("results are not rendered"),
         capabilities=capabilities(),
+        input_form=InputForm(content_with_calls="", arguments_as_string=False, id_form="openai", tool_descriptions=False),
     )
 
 
@@ -159,7 +162,7 @@ def test_every_node_type_is_exercised() -> None:
     assert seen == {
         "unknown", "text", "field", "json_arguments", "argument_form", "key_value_arguments", "json_call",
         "call_ids", "calls", "turn", "reasoning", "results", "capability", "capabilities", "template",
-        "format_description",
+        "format_description", "input_form",
     }
 
 
@@ -355,6 +358,6 @@ def test_pattern_round_trip_inside_a_description(pattern: tuple) -> None:
         turn=description.turn, reasoning=description.reasoning,
         calls=Calls(calls.section_open, calls.section_close, calls.separator, pattern, calls.json_call,
                     calls.arguments, calls.ids, calls.content_before_calls, calls.no_arguments, calls.json_array),
-        results=description.results, capabilities=description.capabilities,
+        results=description.results, capabilities=description.capabilities, input_form=description.input_form,
     )
     assert loads(dumps(changed)) == changed

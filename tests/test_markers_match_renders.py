@@ -63,12 +63,12 @@ def test_description_matches_a_fresh_render(description, corpus_dir):
         compiled = compile_mutable(template)
     else:
         compiled = compile_template(template, engine)
-    as_string = caps.object_arguments.status != "yes"
+    as_string = description.input_form.arguments_as_string
     count = 2 if caps.parallel_calls.status == "yes" else 1
     tool_calls = [{"id": call_id, "type": "function",
                    "function": {"name": name, "arguments": json.dumps(args) if as_string else args}}
                   for name, args, call_id in CALLS[:count]]
-    content = None if caps.content_none.status == "yes" else ""
+    content = description.input_form.content_with_calls
     messages = [{"role": "user", "content": "What is the weather?"},
                 {"role": "assistant", "content": content, "tool_calls": tool_calls}]
     rendered = compiled.render(messages, tools=TOOLS, extra={name: "" for name in description.bound_variables})

@@ -100,7 +100,13 @@ def probe(session: Session) -> Probe:
     if object_arguments.status == "yes" and string_arguments.status == "yes" and object_output != string_output:
         string_arguments = Capability("differs", "arguments given as a JSON string are written differently "
                                                  "from an object (for example quoted twice)")
-    content_none = _status(_call_output(session, chosen.with_(content_with_calls=None)))
+    none_output = _call_output(session, chosen.with_(content_with_calls=None))
+    empty_output = _call_output(session, chosen.with_(content_with_calls=""))
+    content_none = _status(none_output)
+    if content_none.status == "yes" and isinstance(empty_output, str) and none_output != empty_output:
+        written = "None" in str(none_output) and "None" not in empty_output
+        content_none = Capability("differs", "content None is written as the text 'None'" if written
+                                  else "content None is written differently from \"\"")
 
     accepted, refused = [], []
     for id_form in v.ID_FORMS:

@@ -58,6 +58,22 @@ def _reasoning_key(session: Session, **message: object) -> str | None:
     return None
 
 
+_GLUED_BEFORE = re.compile(r"(?:<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\])\w+\Z")
+_GLUED_AFTER = re.compile(r"\w+(?:<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\])")
+
+
+def _glue_back(text: str, start: int) -> int:
+    """A marker preceded by a word glued to another marker (``<|open|>think<|sep|>``) is one tag."""
+    m = _GLUED_BEFORE.search(text[max(0, start - 96):start])
+    return start - (len(text[max(0, start - 96):start]) - m.start()) if m else start
+
+
+def _glue_forward(text: str, end: int) -> int:
+    """A marker followed by a word glued to another marker (``<|close|>think<|sep|>``) is one tag."""
+    m = _GLUED_AFTER.match(text, end)
+    return m.end() if m else end
+
+
 def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
     # Whole history renders, not model outputs: the generation prompt may have written the open marker.
     plain = session.history(v.assistant(session.form, content=v.CONTENT_TEXT))
@@ -90,13 +106,21 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, sc
     if not _MARKER.search(before) or head == at:
         start = _last_marker_start(output[:at])
         if start is not None:
-            head = start
+            head = _glue_back(output, start)
+        before = output[head:at]
+    if _MARKER.match(output, head):
+        glued = _glue_back(output, head)
+        prompt_text = turn.generation_prompt.strip() if isinstance(turn.generation_prompt, str) else ""
+        # Not back over the assistant header itself (``<|start|>assistant`` + ``<|channel|>``).
+        if not (prompt_text and output[glued:at].startswith(prompt_text)):
+            head = glued
         before = output[head:at]
     tail = marker_end(output, max(len(output) - common_suffix_len(plain, output), after_at))
     after = output[after_at:tail]
     if not _MARKER.search(after):
         end = _first_marker_end(output[after_at:])
         if end is not None:
+            end = _glue_forward(output, after_at + end) - after_at
             after = output[after_at:after_at + end]
             # Keep the whitespace a template writes after the close marker: the model writes it too.
             rest = output[after_at + end:]

@@ -1,0 +1,394 @@
+"""Matching one call of an output shape against model text: one matcher per part kind.
+
+Every matcher takes the text, a position, and whether more text may still come (``final``), and
+returns the position after what it matched, ``NEED`` when the text stops before it can tell, or a
+``Mismatch`` saying why the text is not that part. Whitespace around markers is flexible: models
+write a newline where the template wrote a space, or nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from analyzer.backends.parser.values import INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, value_end
+from analyzer.description import ArgumentForm, Field, Text
+from analyzer.lower import (
+    CallId, Index, JsonArgs, JsonCallObject, KeyValueArgs, Literal, Marker, Name, Part, split_markers,
+)
+
+
+class _Need:
+    def __repr__(self) -> str:
+        return "NEED"
+
+
+NEED = _Need()
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    reason: str
+
+
+Step = Union[int, _Need, Mismatch]
+_NAME = re.compile(r"[A-Za-z0-9_\-.]+")
+_ALNUM9 = re.compile(r"[A-Za-z0-9]{9}")
+_DIGITS = re.compile(r"\d+")
+_TOKEN = re.compile(r"[^\s<>\[\]\"']+")
+
+
+def skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    return i
+
+
+def match_literal(text: str, i: int, literal: Literal, final: bool) -> Step:
+    for marker in literal:
+        j = skip_ws(text, i)
+        if text.startswith(marker.text, j):
+            i = j + len(marker.text)
+            continue
+        rest = text[j:]
+        if not final and marker.text.startswith(rest):
+            return NEED
+        return Mismatch(f"expected {marker.text!r}")
+    return i
+
+
+def could_start(text: str, i: int, literal: Literal) -> bool:
+    """Whether the text from ``i`` is the literal, or a beginning of it."""
+    step = match_literal(text, i, literal, final=False)
+    return not isinstance(step, Mismatch)
+
+
+@dataclass(slots=True)
+class CallMatch:
+    end: int
+    name: str = ""
+    call_id: str | None = None
+    arguments: dict[str, Any] | None = None
+    arguments_text: str = ""  # the arguments as the model wrote them, when already a JSON object
+    problems: list[str] = field(default_factory=list)
+
+
+class CallMatcher:
+    """Matches the parts of one call; ``tools`` maps declared names to their parameter schemas."""
+
+    def __init__(self, parts: tuple[Part, ...], tools: dict[str, dict[str, Any]], closers: tuple[str, ...]):
+        self.parts = parts
+        self.tools = tools
+        self.names = sorted(tools, key=len, reverse=True)
+        # Text that may follow a call: a separator, the section closer, a stop string.
+        self.closers = closers
+
+    def match(self, text: str, start: int, final: bool) -> CallMatch | _Need | Mismatch:
+        result = CallMatch(start)
+        i = start
+        for k, part in enumerate(self.parts):
+            following = self._following_text(k)
+            step = self._match_part(part, text, i, final, result, following)
+            if not isinstance(step, int):
+                return step
+            i = step
+        result.end = i
+        return result
+
+    def _following_text(self, k: int) -> tuple[str, ...]:
+        for part in self.parts[k + 1:]:
+            if isinstance(part, Marker):
+                return (part.text,)
+            if isinstance(part, KeyValueArgs):
+                continue
+            return ()
+        return self.closers
+
+    def _match_part(self, part: Part, text: str, i: int, final: bool, result: CallMatch,
+                    following: tuple[str, ...]) -> Step:
+        handler = _HANDLERS.get(type(part))
+        if handler is None:
+            raise TypeError(f"no matcher for call part {type(part).__name__}")
+        return handler(self, part, text, i, final, result, following)
+
+    # ---------------------------------------------------------------- one matcher per part kind
+
+    def marker(self, part: Marker, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+        return match_literal(text, i, (part,), final)
+
+    def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+        i = skip_ws(text, i)
+        for name in self.names:
+            if text.startswith(name, i):
+                end = i + len(name)
+                if end < len(text) and (text[end].isalnum() or text[end] in "_-"):
+                    continue  # a longer undeclared name
+                if end == len(text) and not final:
+                    return NEED  # the name may go on
+                result.name = name
+                return end
+        m = _NAME.match(text, i)
+        if m is None:
+            return Mismatch("expected a function name")
+        if m.end() == len(text) and not final:
+            return NEED
+        name = m.group()
+        for tail in following:
+            # The next marker may begin with name characters (``:``-free names before ``:``).
+            cut = name.find(tail) if tail else -1
+            if cut > 0:
+                name = name[:cut]
+        result.name = name
+        return i + len(name)
+
+    def call_id(self, part: CallId, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+        i = skip_ws(text, i)
+        pattern = _ALNUM9 if part.form == "alnum9" else _TOKEN
+        m = pattern.match(text, i)
+        if m is None or (m.end() == len(text) and not final):
+            return NEED if not final and len(text) - i < 64 else Mismatch("expected a call id")
+        value = m.group()
+        for tail in following:
+            cut = value.find(tail) if tail else -1
+            if cut > 0:
+                value = value[:cut]
+        result.call_id = value
+        return i + len(value)
+
+    def index(self, part: Index, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+        i = skip_ws(text, i)
+        m = _DIGITS.match(text, i)
+        if m is None:
+            return NEED if (i == len(text) and not final) else Mismatch("expected a call index")
+        if m.end() == len(text) and not final:
+            return NEED
+        return m.end()
+
+    def json_args(self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+        i = skip_ws(text, i)
+        end = value_end(text, i)
+        if end == INCOMPLETE:
+            return NEED if not final else Mismatch("the arguments end before they are complete")
+        if end == INVALID:
+            return Mismatch("expected arguments as a JSON value")
+        raw = text[i:end]
+        try:
+            result.arguments = decode_arguments(raw, part.encoding)
+        except Undecodable as exc:
+            return Mismatch(f"arguments are not valid: {exc}")
+        result.arguments_text = raw if _is_object_text(raw) else ""
+        return end
+
+    def json_call(self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch,
+                  following: tuple) -> Step:
+        i = skip_ws(text, i)
+        end = value_end(text, i)
+        if end == INCOMPLETE:
+            return NEED if not final else Mismatch("the call ends before it is complete")
+        if end == INVALID:
+            return Mismatch("expected a JSON object")
+        try:
+            call = decode(text[i:end])
+        except Undecodable as exc:
+            return Mismatch(f"the call is not valid JSON: {exc}")
+        if not isinstance(call, dict):
+            return Mismatch("the call is not a JSON object")
+        layout = part.layout
+        if layout.name_is_key:
+            if len(call) != 1:
+                return Mismatch("expected one key, the function name")
+            (name, arguments), = call.items()
+        else:
+            name = _get(call, layout.name_path)
+            arguments = _get(call, layout.arguments_path)
+            if layout.id_path is not None:
+                found = _get(call, layout.id_path)
+                if isinstance(found, (str, int)):
+                    result.call_id = str(found)
+        if not isinstance(name, str):
+            return Mismatch("the call has no function name")
+        if arguments is None:
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = decode_arguments(arguments, "string")
+            except Undecodable as exc:
+                return Mismatch(f"arguments are not valid: {exc}")
+        if not isinstance(arguments, dict):
+            return Mismatch("arguments are not an object")
+        result.name = name
+        result.arguments = arguments
+        return end
+
+    def key_values(self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch,
+                   following: tuple) -> Step:
+        schema = self.tools.get(result.name, {})
+        properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        arguments: dict[str, Any] = {}
+        forms = _distinct_forms(part.forms)
+        separator = split_markers(part.separator)
+        while True:
+            j = skip_ws(text, i)
+            if any(tail and text.startswith(tail, j) for tail in following):
+                break  # the call goes on with what follows its arguments
+            if j == len(text):
+                if final:
+                    break
+                return NEED
+            matched, waiting = None, False
+            for group in forms:
+                outcome = _match_form(group, text, j, final, properties, part.string_escaping, following)
+                if isinstance(outcome, tuple):
+                    matched = outcome
+                    break
+                waiting = waiting or outcome is NEED
+            if matched is None:
+                if waiting:
+                    return NEED
+                break  # not an argument: the next part of the call decides
+            i, key, value = matched
+            arguments[key] = value
+            if separator:
+                after = match_literal(text, i, tuple(separator), final)
+                if after is NEED:
+                    return NEED
+                if isinstance(after, int):
+                    i = after
+        result.arguments = arguments
+        return i
+
+
+_HANDLERS = {
+    Marker: CallMatcher.marker,
+    Name: CallMatcher.name,
+    CallId: CallMatcher.call_id,
+    Index: CallMatcher.index,
+    JsonArgs: CallMatcher.json_args,
+    JsonCallObject: CallMatcher.json_call,
+    KeyValueArgs: CallMatcher.key_values,
+}
+
+
+def _is_object_text(raw: str) -> bool:
+    return raw.lstrip().startswith("{")
+
+
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(obj, dict) or key not in obj:
+            return None
+        obj = obj[key]
+    return obj
+
+
+def _distinct_forms(forms: tuple[ArgumentForm, ...]) -> list[list[ArgumentForm]]:
+    """Forms grouped by pattern: types written alike are told apart by their value."""
+    groups: dict[tuple, list[ArgumentForm]] = {}
+    for form in forms:
+        groups.setdefault(form.pattern, []).append(form)
+    # Patterns with more literal text first: a typed marker (string="true") must win over a bare one.
+    return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].pattern if isinstance(p, Text)))
+
+
+def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, properties: dict[str, Any],
+                escaping: str, following: tuple[str, ...]) -> tuple[int, str, Any] | _Need | Mismatch:
+    """One argument written in one of the group's (shared) patterns: (end, name, value)."""
+    pattern = group[0].pattern
+    key: str | None = None
+    raw_value: str | None = None
+    value_syntax = "raw"
+    for k, part in enumerate(pattern):
+        if isinstance(part, Text):
+            literal = tuple(split_markers(part.text))
+            if not literal:
+                continue
+            step = match_literal(text, i, literal, final)
+            if not isinstance(step, int):
+                return step
+            i = step
+        elif part.name == "key":
+            m = _NAME.match(text, i)
+            if m is None:
+                return NEED if (i == len(text) and not final) else Mismatch("expected an argument name")
+            if m.end() == len(text) and not final:
+                return NEED
+            key = m.group()
+            nxt = _next_text(pattern, k)
+            if nxt:
+                cut = key.find(nxt.strip()[:1]) if nxt.strip() else -1
+                if cut > 0:
+                    key = key[:cut]
+            i += len(key)
+        elif part.name == "value":
+            nxt = _next_text(pattern, k)
+            syntaxes = {form.syntax for form in group}
+            if nxt and nxt.strip() and ("raw" in syntaxes or "unknown" in syntaxes):
+                stop = nxt.strip()
+                at = text.find(stop, i)
+                if at == -1:
+                    return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
+                raw_value = _trim_written_whitespace(text[i:at], _prev_text(pattern, k), nxt)
+                value_syntax = "raw"
+                i = at
+            else:
+                j = skip_ws(text, i)
+                end = value_end(text, j)
+                if end == INCOMPLETE:
+                    return NEED if not final else Mismatch("argument value ends early")
+                if end == INVALID:
+                    # A raw value ended by what follows the whole argument.
+                    stops = [t for t in ((nxt.strip(),) if nxt and nxt.strip() else following) if t]
+                    ats = [text.find(t, j) for t in stops]
+                    ats = [a for a in ats if a != -1]
+                    if not ats:
+                        return NEED if not final else Mismatch("argument value is not closed")
+                    raw_value, value_syntax, i = text[j:min(ats)].rstrip(), "raw", min(ats)
+                    continue
+                raw_value, value_syntax, i = text[j:end], "literal", end
+    if key is None or raw_value is None:
+        return Mismatch("argument without name or value")
+    schema = properties.get(key, {}) if isinstance(properties, dict) else {}
+    json_type = schema.get("type") if isinstance(schema, dict) and isinstance(schema.get("type"), str) else None
+    types = {form.json_type for form in group}
+    if json_type is None and len(types) == 1:
+        json_type = next(iter(types))
+    if value_syntax == "raw":
+        return i, key, coerce(raw_value, json_type)
+    try:
+        value = decode(raw_value)
+    except Undecodable:
+        value = raw_value
+    if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
+        value = raw_value[1:-1]  # quoted by the template but never escaped
+    return i, key, value
+
+
+def _next_text(pattern: tuple, k: int) -> str:
+    for part in pattern[k + 1:]:
+        if isinstance(part, Text):
+            return part.text
+        if isinstance(part, Field):
+            return ""
+    return ""
+
+
+def _prev_text(pattern: tuple, k: int) -> str:
+    for part in reversed(pattern[:k]):
+        if isinstance(part, Text):
+            return part.text
+        if isinstance(part, Field):
+            return ""
+    return ""
+
+
+def _trim_written_whitespace(value: str, before: str, after: str) -> str:
+    """Remove exactly the whitespace the template writes around a raw value, and no more: a value's
+    own trailing newline must survive."""
+    lead = before[len(before.rstrip()):]
+    trail = after[:len(after) - len(after.lstrip())]
+    if lead and value.startswith(lead):
+        value = value[len(lead):]
+    if trail and value.endswith(trail):
+        value = value[:len(value) - len(trail)]
+    return value

@@ -1,0 +1,107 @@
+"""What the parser returns: an OpenAI-style assistant message, and the deltas a stream emits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # a JSON object, as text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass(frozen=True, slots=True)
+class ParseError:
+    """Something in the model's output that is not a well-formed call. ``text`` is the output text it
+    covers (nothing is dropped: text that is neither content, reasoning nor a call is kept here)."""
+
+    kind: str  # "malformed_call" | "unterminated_call" | "unknown_tool" | "invalid_arguments" | ...
+    message: str
+    text: str = ""
+    call_index: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if self.text:
+            out["text"] = self.text
+        if self.call_index is not None:
+            out["call_index"] = self.call_index
+        return out
+
+
+@dataclass(slots=True)
+class Message:
+    content: str = ""
+    reasoning_content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    errors: list[ParseError] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "role": "assistant",
+            "content": self.content if self.content or not self.tool_calls else None,
+        }
+        if self.reasoning_content:
+            out["reasoning_content"] = self.reasoning_content
+        if self.tool_calls:
+            out["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        out["errors"] = [error.to_dict() for error in self.errors]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One streamed change, OpenAI style. Text fields are appended; a call delta names its ``index``
+    and carries ``id`` and ``name`` the first time, then ``arguments`` fragments."""
+
+    content: str = ""
+    reasoning_content: str = ""
+    call_index: int | None = None
+    call_id: str | None = None
+    call_name: str | None = None
+    arguments: str = ""
+    error: ParseError | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.content:
+            out["content"] = self.content
+        if self.reasoning_content:
+            out["reasoning_content"] = self.reasoning_content
+        if self.call_index is not None:
+            function: dict[str, Any] = {}
+            if self.call_name is not None:
+                function["name"] = self.call_name
+            if self.arguments or self.call_name is not None:
+                function["arguments"] = self.arguments
+            call: dict[str, Any] = {"index": self.call_index, "function": function}
+            if self.call_id is not None:
+                call["id"] = self.call_id
+                call["type"] = "function"
+            out["tool_calls"] = [call]
+        if self.error is not None:
+            out["error"] = self.error.to_dict()
+        return out
+
+
+def apply(message: Message, delta: Delta) -> None:
+    """Fold a delta into a message: how a client rebuilds the message from a stream."""
+    message.content += delta.content
+    message.reasoning_content += delta.reasoning_content
+    if delta.call_index is not None:
+        while len(message.tool_calls) <= delta.call_index:
+            message.tool_calls.append(ToolCall("", "", ""))
+        call = message.tool_calls[delta.call_index]
+        if delta.call_id is not None:
+            call.id = delta.call_id
+        if delta.call_name is not None:
+            call.name = delta.call_name
+        call.arguments += delta.arguments
+    if delta.error is not None:
+        message.errors.append(delta.error)

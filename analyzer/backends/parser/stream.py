@@ -1,0 +1,495 @@
+"""The parser: a state machine over the model's output, fed in chunks of any size.
+
+States follow the output shape: optional reasoning, content, and call sections. In content and
+reasoning the scanner looks for the next marker and emits the text before it, holding back a tail
+that may be the start of a marker, so a half-written ``<tool_`` never shows up as content. A call is
+matched once the text that can close it has arrived, so each call is matched a bounded number of
+times, not once per chunk. A batch parse is one feed and a finish: the same code, so streaming and
+batch results are equal by construction, and the tests check it for every split.
+
+Nothing is lost: each character of output ends up in content, reasoning, a call, or an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+import jsonschema
+
+from analyzer.backends.parser.match import NEED, CallMatch, CallMatcher, Mismatch, could_start, match_literal, skip_ws
+from analyzer.backends.parser.message import Delta, Message, ParseError, apply
+from analyzer.lower import Literal, Name, OutputShape
+
+_START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL = range(6)
+_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _texts(literal: Literal) -> str:
+    return literal[0].text if literal else ""
+
+
+class StreamParser:
+    """Feed model output with ``feed``; call ``finish`` at the end. Both return deltas."""
+
+    def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *, validate: bool = True):
+        self.shape = shape
+        self.tools = _tool_schemas(tools or [])
+        self.validate = validate and bool(tools)
+        self.message = Message()
+        self._buf = ""
+        self._state = _START
+        self._content_started = False  # leading whitespace of content is the markers'
+        self._held_ws = ""  # trailing whitespace of content, emitted only if more content follows
+        self._scan_from = 0
+        self._call_start = 0
+        self._in_section = False
+        self._calls = shape.calls
+        closers = []
+        if self._calls is not None:
+            for literal in (self._calls.separator or (), self._calls.section_close):
+                if literal:
+                    closers.append(literal[0].text)
+            if self._calls.call and hasattr(self._calls.call[0], "text"):
+                closers.append(self._calls.call[0].text)  # type: ignore[union-attr]
+        closers += list(shape.stops)
+        self._matcher = CallMatcher(self._calls.call, self.tools, tuple(closers)) if self._calls else None
+        self._alt_matcher = (CallMatcher(self._calls.no_arguments, self.tools, tuple(closers))
+                             if self._calls and self._calls.no_arguments else None)
+        self._watch = self._content_markers()
+        self._longest = max((len(w) for w in self._watch), default=1)
+
+    # ------------------------------------------------------------------ public
+
+    def feed(self, chunk: str) -> list[Delta]:
+        buf = self._buf
+        self._buf = ""
+        buf += chunk  # a sole reference, so CPython appends in place
+        self._buf = buf
+        return self._run(final=False)
+
+    def finish(self) -> list[Delta]:
+        deltas = self._run(final=True)
+        return deltas
+
+    # ------------------------------------------------------------------ machinery
+
+    def _content_markers(self) -> list[str]:
+        watch: list[str] = []
+        shape = self.shape
+        if shape.reasoning:
+            watch.append(shape.reasoning.open[0].text)
+        if self._calls is not None:
+            if self._calls.trigger.word:
+                watch.append(self._calls.trigger.word)
+            first = self._calls.call[0] if self._calls.call else None
+            if first is not None and hasattr(first, "text") and first.text not in watch:
+                watch.append(first.text)  # a call without its section opener
+        for literal in (shape.content_open, shape.content_close):
+            if literal:
+                watch.append(literal[0].text)
+        watch += [s for s in shape.stops if s]
+        return [w for w in dict.fromkeys(watch) if w]
+
+    def _emit(self, deltas: list[Delta], delta: Delta) -> None:
+        apply(self.message, delta)
+        deltas.append(delta)
+
+    def _emit_content(self, deltas: list[Delta], text: str, *, closing: bool = False) -> None:
+        """Content with the whitespace next to markers left out: leading whitespace of the content,
+        and trailing whitespace before a marker (held until more content shows it is content)."""
+        if not self._content_started:
+            text = text.lstrip()
+            if not text:
+                return
+            self._content_started = True
+        body = text.rstrip()
+        tail = text[len(body):]
+        if body:
+            self._emit(deltas, Delta(content=self._held_ws + body))
+            self._held_ws = tail
+        else:
+            self._held_ws += tail
+        if closing:
+            self._held_ws = ""
+
+    def _consume(self, n: int) -> None:
+        self._buf = self._buf[n:]
+        self._scan_from = 0
+
+    def _run(self, final: bool) -> list[Delta]:
+        deltas: list[Delta] = []
+        while True:
+            before = (self._state, len(self._buf))
+            if self._state == _START:
+                self._start(deltas, final)
+            elif self._state == _REASONING:
+                self._reasoning(deltas, final)
+            elif self._state == _CONTENT:
+                self._content(deltas, final)
+            elif self._state == _SECTION:
+                self._section(deltas, final)
+            elif self._state == _CALL:
+                self._call(deltas, final)
+            elif self._state == _AFTER_CALL:
+                self._after_call(deltas, final)
+            if (self._state, len(self._buf)) == before:
+                break
+        return deltas
+
+    # ------------------------------------------------------------------ states
+
+    def _start(self, deltas: list[Delta], final: bool) -> None:
+        shape = self.shape
+        if shape.reasoning and shape.reasoning.forced_open:
+            # The prompt opened reasoning; what history writes first closes it (an empty block).
+            self._state = _REASONING
+            return
+        buf = self._buf
+        if shape.prefix:
+            step = match_literal(buf, 0, shape.prefix, final)
+            if step is NEED:
+                return
+            if isinstance(step, int):
+                self._consume(step)
+                buf = self._buf
+        if self._calls is not None and self._calls.trigger.at_start and self._calls.call \
+                and isinstance(self._calls.call[0], Name):
+            head = skip_ws(buf, 0)
+            names = list(self.tools) or []
+            if any(buf.startswith(name, head) for name in names):
+                self._call_start = head
+                self._state = _CALL
+                return
+            if not final and any(name.startswith(buf[head:]) for name in names):
+                return
+        self._state = _CONTENT
+
+    def _reasoning(self, deltas: list[Delta], final: bool) -> None:
+        assert self.shape.reasoning is not None
+        if not self.message.reasoning_content and self._calls is not None and self._calls.trigger.word:
+            # A prompt that opens reasoning, and a model that skips it and calls a tool at once.
+            head = skip_ws(self._buf, 0)
+            word = self._calls.trigger.word
+            if self._buf.startswith(word, head):
+                self._consume(head)
+                self._state = _CONTENT
+                return
+            if not final and word.startswith(self._buf[head:]):
+                return
+        close = self.shape.reasoning.close
+        word = close[0].text
+        at = self._buf.find(word, self._scan_from)
+        if at == -1:
+            keep = 0 if final else _partial_suffix(self._buf, (word,))
+            text = self._buf[:len(self._buf) - keep]
+            if text:
+                self._emit(deltas, Delta(reasoning_content=text))
+                self._consume(len(text))
+            self._scan_from = max(0, len(self._buf) - len(word))
+            return
+        step = match_literal(self._buf, at, close, final)
+        if step is NEED:
+            if at:
+                self._emit(deltas, Delta(reasoning_content=self._buf[:at]))
+                self._consume(at)
+            return
+        end = step if isinstance(step, int) else at + len(word)
+        text = self._buf[:at]
+        if text:
+            self._emit(deltas, Delta(reasoning_content=text))
+        self._consume(end)
+        self._content_started = False
+        self._state = _CONTENT
+
+    def _content(self, deltas: list[Delta], final: bool) -> None:
+        buf = self._buf
+        found = _earliest(buf, self._watch, self._scan_from)
+        json_at = self._json_trigger(buf)
+        if json_at is not None and (found is None or json_at < found[0]):
+            found = (json_at, "")
+        if found is None:
+            keep = 0 if final else _partial_suffix(buf, self._watch)
+            if self._json_trigger_pending(buf) and not final:
+                keep = max(keep, len(buf) - buf.rfind("{"))
+            text = buf[:len(buf) - keep]
+            if final:
+                self._finish_content(deltas, text)
+                self._consume(len(buf))
+            elif text:
+                self._emit_content(deltas, text)
+                self._consume(len(text))
+            self._scan_from = max(0, len(self._buf) - self._longest)
+            return
+        at, word = found
+        self._emit_content(deltas, buf[:at])
+        self._consume(at)
+        self._dispatch_marker(deltas, word, final)
+
+    def _finish_content(self, deltas: list[Delta], text: str) -> None:
+        self._emit_content(deltas, text, closing=True)
+
+    def _dispatch_marker(self, deltas: list[Delta], word: str, final: bool) -> None:
+        """The buffer starts with ``word`` (or a bare JSON call when ``word`` is empty)."""
+        shape = self.shape
+        buf = self._buf
+        calls = self._calls
+        if calls is not None and word == "":
+            self._in_section, self._call_start, self._state = False, 0, _CALL
+            return
+        if shape.reasoning and word == shape.reasoning.open[0].text:
+            step = match_literal(buf, 0, shape.reasoning.open, final)
+            if step is NEED:
+                return
+            if isinstance(step, int):
+                self._consume(step)
+                self._state = _REASONING
+                return
+        if calls is not None and calls.section_open and word == calls.section_open[0].text:
+            step = match_literal(buf, 0, calls.section_open, final)
+            if step is NEED:
+                return
+            if isinstance(step, int):
+                self._consume(step)
+                self._in_section = True
+                self._held_ws = ""
+                self._state = _SECTION
+                return
+        if calls is not None and calls.call and getattr(calls.call[0], "text", None) == word:
+            self._in_section = False
+            self._held_ws = ""
+            self._call_start = 0
+            self._state = _CALL
+            return
+        for literal in (shape.content_open, shape.content_close):
+            if literal and word == literal[0].text:
+                step = match_literal(buf, 0, literal, final)
+                if step is NEED:
+                    return
+                if isinstance(step, int):
+                    self._consume(step)
+                    return
+        if word in shape.stops:
+            self._consume(len(word))
+            rest = self._buf
+            if final and not rest.strip():
+                self._consume(len(rest))
+            return
+        # Looked like a marker but is not one: it is content.
+        self._emit_content(deltas, word)
+        self._consume(len(word))
+
+    def _json_trigger(self, buf: str) -> int | None:
+        calls = self._calls
+        if calls is None or not calls.trigger.pattern:
+            return None
+        m = re.compile(calls.trigger.pattern).search(buf, self._scan_from)
+        return m.start() if m else None
+
+    def _json_trigger_pending(self, buf: str) -> bool:
+        calls = self._calls
+        if calls is None or not calls.trigger.pattern:
+            return False
+        at = buf.rfind("{")
+        return at != -1 and len(buf) - at < 32 and '"' not in buf[at + 1:].strip()[1:]
+
+    def _section(self, deltas: list[Delta], final: bool) -> None:
+        # Right after the section opener: a call, or (an empty section) its closer.
+        calls = self._calls
+        assert calls is not None
+        j = skip_ws(self._buf, 0)
+        if calls.section_close and self._buf.startswith(calls.section_close[0].text, j):
+            step = match_literal(self._buf, 0, calls.section_close, final)
+            if isinstance(step, int):
+                self._consume(step)
+                self._in_section = False
+                self._content_started = False
+                self._state = _CONTENT
+                return
+        if j == len(self._buf) and not final:
+            return
+        self._call_start = 0
+        self._state = _CALL
+
+    def _call(self, deltas: list[Delta], final: bool) -> None:
+        assert self._matcher is not None
+        if not final and not self._could_be_complete():
+            return
+        outcome = self._matcher.match(self._buf, self._call_start, final)
+        if isinstance(outcome, Mismatch) and self._alt_matcher is not None:
+            alternative = self._alt_matcher.match(self._buf, self._call_start, final)
+            if not isinstance(alternative, Mismatch):
+                outcome = alternative
+        if outcome is NEED:
+            if final:
+                self._error(deltas, ParseError("unterminated_call", "the output ends inside a tool call",
+                                               self._buf[self._call_start:]))
+                self._consume(len(self._buf))
+                self._state = _CONTENT
+            return
+        if isinstance(outcome, Mismatch):
+            self._malformed(deltas, outcome.reason, final)
+            return
+        assert isinstance(outcome, CallMatch)
+        self._emit_call(deltas, outcome)
+        self._consume(outcome.end)
+        self._state = _AFTER_CALL
+
+    def _could_be_complete(self) -> bool:
+        """Cheap test before a full match: the text that ends a call has arrived."""
+        last = self._calls.call[-1] if self._calls and self._calls.call else None
+        text = getattr(last, "text", None)
+        if text:
+            found = self._buf.find(text, max(self._call_start, self._scan_from))
+            self._scan_from = max(self._call_start, len(self._buf) - len(text))
+            return found != -1
+        return self._buf.rstrip().endswith(("}", "]", ")", '"')) or len(self._buf) - self._call_start > 0 and \
+            self._buf[-1:] in "}])\"\n"
+
+    def _after_call(self, deltas: list[Delta], final: bool) -> None:
+        calls = self._calls
+        assert calls is not None
+        buf = self._buf
+        j = skip_ws(buf, 0)
+        if j == len(buf) and not final:
+            return
+        separator = calls.separator
+        if separator is not None:
+            # Another call follows if the separator does and a call can start after it.
+            step = match_literal(buf, 0, separator, final) if separator else j
+            if step is NEED:
+                return
+            if isinstance(step, int):
+                peek = self._matcher.match(buf, step, final) if self._matcher else None
+                if peek is NEED and not final:
+                    return
+                if peek is not None and not isinstance(peek, Mismatch) and peek is not NEED:
+                    self._consume(step)
+                    self._call_start = 0
+                    self._state = _CALL
+                    return
+                first = calls.call[0] if calls.call else None
+                if separator and hasattr(first, "text") and buf.startswith(first.text, skip_ws(buf, step)):
+                    self._consume(step)  # a call that will turn out malformed: reported as such
+                    self._call_start = 0
+                    self._state = _CALL
+                    return
+        if self._in_section and calls.section_close:
+            step = match_literal(buf, 0, calls.section_close, final)
+            if step is NEED:
+                return
+            if isinstance(step, int):
+                self._consume(step)
+        self._in_section = False
+        self._content_started = False
+        self._state = _CONTENT
+
+    # ------------------------------------------------------------------ calls and errors
+
+    def _emit_call(self, deltas: list[Delta], match: CallMatch) -> None:
+        index = len(self.message.tool_calls)
+        call_id = match.call_id or _generated_id(self.shape.id_form, index, match.name)
+        arguments = match.arguments if match.arguments is not None else {}
+        text = match.arguments_text or json.dumps(arguments, ensure_ascii=False)
+        self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=match.name))
+        self._emit(deltas, Delta(call_index=index, arguments=text))
+        if self.validate:
+            for problem in _validate(self.tools, match.name, arguments, index):
+                self._error(deltas, problem)
+
+    def _malformed(self, deltas: list[Delta], reason: str, final: bool) -> None:
+        """Text that starts like a call but is not one: reported with its text, up to where calls end."""
+        calls = self._calls
+        assert calls is not None
+        ends = [literal[0].text for literal in (calls.section_close,) if literal]
+        last = calls.call[-1] if calls.call else None
+        if hasattr(last, "text"):
+            ends.append(last.text)  # type: ignore[union-attr]
+        cut = None
+        for end in ends:
+            at = self._buf.find(end, self._call_start)
+            if at != -1:
+                cut = at + len(end) if cut is None else min(cut, at + len(end))
+        if cut is None:
+            if not final:
+                return
+            cut = len(self._buf)
+        self._error(deltas, ParseError("malformed_call", reason, self._buf[:cut]))
+        self._consume(cut)
+        self._in_section = False
+        self._content_started = False
+        self._state = _CONTENT
+
+    def _error(self, deltas: list[Delta], error: ParseError) -> None:
+        self._emit(deltas, Delta(error=error))
+
+
+def _earliest(buf: str, words: list[str], start: int) -> tuple[int, str] | None:
+    best: tuple[int, str] | None = None
+    for word in words:
+        at = buf.find(word, start)
+        if at != -1 and (best is None or at < best[0] or (at == best[0] and len(word) > len(best[1]))):
+            best = (at, word)
+    return best
+
+
+def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
+    """Length of the longest end of ``buf`` that begins one of ``words``: it may be a marker in the making."""
+    best = 0
+    for word in words:
+        for size in range(min(len(word) - 1, len(buf)), best, -1):
+            if word.startswith(buf[len(buf) - size:]):
+                best = size
+                break
+    return best
+
+
+def _tool_schemas(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    schemas: dict[str, dict[str, Any]] = {}
+    for tool in tools:
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str):
+            parameters = function.get("parameters") or {"type": "object", "properties": {}}
+            schemas[name] = parameters if isinstance(parameters, dict) else {}
+    return schemas
+
+
+def _validate(tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, Any], index: int) -> list[ParseError]:
+    if name not in tools:
+        return [ParseError("unknown_tool", f"call {index}: {name!r} is not a declared tool", call_index=index)]
+    schema = tools[name]
+    problems = []
+    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    for key in arguments:
+        if isinstance(properties, dict) and properties and key not in properties:
+            problems.append(ParseError("unknown_argument", f"call {index} to {name}: unknown argument {key!r}",
+                                       call_index=index))
+    try:
+        validator = jsonschema.Draft202012Validator(schema)
+        for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
+            if error.validator == "additionalProperties":
+                continue  # reported above, argument by argument
+            where = "/".join(str(p) for p in error.path) or "arguments"
+            problems.append(ParseError("invalid_arguments", f"call {index} to {name}: {where}: {error.message}",
+                                       call_index=index))
+    except jsonschema.SchemaError as exc:
+        problems.append(ParseError("invalid_schema", f"tool {name}: schema is not valid: {exc.message}",
+                                   call_index=index))
+    return problems
+
+
+def _generated_id(form: str, index: int, name: str) -> str:
+    """A deterministic id in the form the template accepts (so batch and stream agree)."""
+    digest = hashlib.sha256(f"{index}:{name}".encode()).digest()
+    letters = "".join(_ID_ALPHABET[b % len(_ID_ALPHABET)] for b in digest)
+    return letters[:9] if form == "alnum9" else "call_" + letters[:24]
+
+
+def parse(shape: OutputShape, text: str, tools: list[dict[str, Any]] | None = None) -> Message:
+    parser = StreamParser(shape, tools)
+    parser.feed(text)
+    parser.finish()
+    return parser.message
