@@ -151,7 +151,7 @@ class Calls:
     json_call: JsonCall | None
     arguments: Arguments
     ids: CallIds | Unknown
-    content_before_calls: str | Unknown  # "kept" | "dropped"
+    content_before_calls: str | Unknown  # "kept" | "dropped" | "calls dropped" (content wins)
     no_arguments: Pattern | Unknown  # one call with no arguments, as written (it may differ from ``call``)
     json_array: bool  # the section is a JSON array of calls: "[" ... "]" joined by ","
 

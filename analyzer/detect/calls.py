@@ -157,7 +157,10 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     if isinstance(content, Failed):
         content_before = Unknown(f"content beside a call does not render: {content.message}")
     else:
-        content_before = "kept" if v.CONTENT_TEXT in content else "dropped"
+        if v.FN1 not in content:
+            content_before = "calls dropped"  # the template writes the content and not the calls
+        else:
+            content_before = "kept" if v.CONTENT_TEXT in content else "dropped"
 
     no_arguments = _no_arguments(session, turn, pattern, section_open, section_close)
     calls = Calls(

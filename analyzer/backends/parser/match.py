@@ -130,7 +130,7 @@ class CallMatcher:
                 return end
         m = _NAME.match(text, i)
         if m is None:
-            return Mismatch("expected a function name")
+            return NEED if (i == len(text) and not final) else Mismatch("expected a function name")
         if m.end() == len(text) and not final:
             return NEED
         name = m.group()
@@ -147,7 +147,7 @@ class CallMatcher:
         pattern = _ALNUM9 if part.form == "alnum9" else _TOKEN
         m = pattern.match(text, i)
         if m is None or (m.end() == len(text) and not final):
-            return NEED if not final and len(text) - i < 64 else Mismatch("expected a call id")
+            return NEED if not final and len(text) - i < 9 + 64 else Mismatch("expected a call id")
         value = m.group()
         for tail in following:
             cut = value.find(tail) if tail else -1
@@ -168,7 +168,7 @@ class CallMatcher:
     def json_args(self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
         i = skip_ws(text, i)
         end = value_end(text, i)
-        if end == INCOMPLETE:
+        if end == INCOMPLETE or (end == INVALID and i == len(text) and not final):
             return NEED if not final else Mismatch("the arguments end before they are complete")
         if end == INVALID:
             return Mismatch("expected arguments as a JSON value")
@@ -184,7 +184,7 @@ class CallMatcher:
                   following: tuple) -> Step:
         i = skip_ws(text, i)
         end = value_end(text, i)
-        if end == INCOMPLETE:
+        if end == INCOMPLETE or (end == INVALID and i == len(text) and not final):
             return NEED if not final else Mismatch("the call ends before it is complete")
         if end == INVALID:
             return Mismatch("expected a JSON object")

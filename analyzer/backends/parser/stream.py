@@ -21,9 +21,9 @@ import jsonschema
 
 from analyzer.backends.parser.match import NEED, CallMatch, CallMatcher, Mismatch, could_start, match_literal, skip_ws
 from analyzer.backends.parser.message import Delta, Message, ParseError, apply
-from analyzer.lower import Literal, Name, OutputShape
+from analyzer.lower import Literal, Name, OutputShape, split_markers
 
-_START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL = range(6)
+_START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING = range(7)
 _ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
@@ -90,6 +90,9 @@ class StreamParser:
         for literal in (shape.content_open, shape.content_close):
             if literal:
                 watch.append(literal[0].text)
+        if self._calls is not None and self._calls.section_close and len(self._calls.section_close[0].text) > 2:
+            # A closer some templates write after content (not a bare "]", which is only JSON syntax).
+            watch.append(self._calls.section_close[0].text)
         watch += [s for s in shape.stops if s]
         return [w for w in dict.fromkeys(watch) if w]
 
@@ -135,6 +138,8 @@ class StreamParser:
                 self._call(deltas, final)
             elif self._state == _AFTER_CALL:
                 self._after_call(deltas, final)
+            elif self._state == _AFTER_REASONING:
+                self._after_reasoning(final)
             if (self._state, len(self._buf)) == before:
                 break
         return deltas
@@ -202,6 +207,21 @@ class StreamParser:
             self._emit(deltas, Delta(reasoning_content=text))
         self._consume(end)
         self._content_started = False
+        self._state = _AFTER_REASONING
+
+    def _after_reasoning(self, final: bool) -> None:
+        """What every turn starts with, after a reasoning block (``<|open|>response<|sep|>``)."""
+        shape = self.shape
+        assert shape.reasoning is not None
+        close = "".join(m.text for m in shape.reasoning.close)
+        prefix = "".join(m.text for m in shape.prefix)
+        rest = tuple(split_markers(prefix[len(close):])) if close and prefix.startswith(close) else ()
+        if rest:
+            step = match_literal(self._buf, 0, rest, final)
+            if step is NEED:
+                return
+            if isinstance(step, int):
+                self._consume(step)
         self._state = _CONTENT
 
     def _content(self, deltas: list[Delta], final: bool) -> None:
@@ -224,6 +244,13 @@ class StreamParser:
             self._scan_from = max(0, len(self._buf) - self._longest)
             return
         at, word = found
+        pending = None if final else _pending_start(buf, self._watch, at)
+        if pending is not None:
+            # A longer marker may be starting before this one (``[TOOL_CALLS][`` around ``]``): wait.
+            if pending:
+                self._emit_content(deltas, buf[:pending])
+                self._consume(pending)
+            return
         self._emit_content(deltas, buf[:at])
         self._consume(at)
         self._dispatch_marker(deltas, word, final)
@@ -263,7 +290,8 @@ class StreamParser:
             self._call_start = 0
             self._state = _CALL
             return
-        for literal in (shape.content_open, shape.content_close):
+        closers = (calls.section_close,) if calls is not None and self.message.tool_calls else ()
+        for literal in (shape.content_open, shape.content_close, *closers):
             if literal and word == literal[0].text:
                 step = match_literal(buf, 0, literal, final)
                 if step is NEED:
@@ -376,7 +404,8 @@ class StreamParser:
                     self._call_start = 0
                     self._state = _CALL
                     return
-        if self._in_section and calls.section_close:
+        if calls.section_close:
+            # Closed even when its opener was left out: models drop openers more than closers.
             step = match_literal(buf, 0, calls.section_close, final)
             if step is NEED:
                 return
@@ -433,6 +462,15 @@ def _earliest(buf: str, words: list[str], start: int) -> tuple[int, str] | None:
         if at != -1 and (best is None or at < best[0] or (at == best[0] and len(word) > len(best[1]))):
             best = (at, word)
     return best
+
+
+def _pending_start(buf: str, words: list[str], at: int) -> int | None:
+    """Where a watched word may be starting at or before ``at`` and run past the end of ``buf``."""
+    for start in range(max(0, len(buf) - max(len(w) for w in words) + 1), at + 1):
+        tail = buf[start:]
+        if any(len(w) > len(tail) and w.startswith(tail) for w in words):
+            return start
+    return None
 
 
 def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
