@@ -16,6 +16,7 @@ import click
 
 from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template
+from analyzer.backends.parser import Parser
 from analyzer.description import dumps, to_dict
 from analyzer.errors import AnalyzerError, InputError, RenderError
 from analyzer.render.engines import DEFAULT_ENGINE, ENGINES, compile_template
@@ -96,6 +97,55 @@ def render(template: str, messages_file: str, tools_file: str | None, generation
     compiled = compile_template(_load(template, variant), engine)
     text = compiled.render(messages, tools=tools, add_generation_prompt=generation_prompt)
     click.echo(text, nl=False)
+
+
+def _read_tools(tools_file: str | None) -> list[dict[str, Any]]:
+    if not tools_file:
+        return []
+    tools = _read_json_file(tools_file, "tools")
+    if isinstance(tools, dict) and "tools" in tools:
+        tools = tools["tools"]
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise InputError(f"{tools_file}: tools must be a JSON list of tool objects")
+    return tools
+
+
+@cli.command()
+@click.argument("template")
+@click.option("--tools", "tools_file", default=None, help="JSON file with the tools list (to validate calls).")
+@click.option("--stream", is_flag=True, help="Feed stdin as it arrives; print one delta per line, then the message.")
+@click.option("--jsonl", is_flag=True, help="Each input line is a JSON string holding one output; one message per line.")
+@engine_option
+@variant_option
+def parse(template: str, tools_file: str | None, stream: bool, jsonl: bool, engine: str, variant: str | None) -> None:
+    """Parse model output (stdin) into an OpenAI-style assistant message."""
+    tools = _read_tools(tools_file)
+    parser = Parser(analyze_template(_load(template, variant), engine=engine), tools)
+    if jsonl:
+        for number, line in enumerate(sys.stdin, 1):
+            if not line.strip():
+                continue
+            try:
+                text = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"stdin line {number}: not a JSON string: {exc.msg}") from None
+            if not isinstance(text, str):
+                raise InputError(f"stdin line {number}: expected a JSON string holding one model output")
+            click.echo(json.dumps(parser.parse(text).to_dict(), ensure_ascii=False))
+        return
+    if stream:
+        session = parser.stream()
+        while True:
+            chunk = sys.stdin.read(64)
+            if not chunk:
+                break
+            for delta in session.feed(chunk):
+                click.echo(json.dumps(delta.to_dict(), ensure_ascii=False))
+        for delta in session.finish():
+            click.echo(json.dumps(delta.to_dict(), ensure_ascii=False))
+        click.echo(json.dumps({"message": session.message.to_dict()}, ensure_ascii=False))
+        return
+    click.echo(json.dumps(parser.parse(sys.stdin.read()).to_dict(), ensure_ascii=False, indent=2))
 
 
 @cli.group()

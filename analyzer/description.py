@@ -182,11 +182,12 @@ class Reasoning:
     kind: ClassVar[str] = "reasoning"
     open: str
     close: str
-    field: str  # the message key the template reads reasoning from
+    field: str  # the message key the template reads reasoning from ("" when history never writes it)
     forced_open: bool  # the generation prompt itself opens the reasoning block
     empty_block: str  # what history writes for a turn without reasoning ("" when nothing)
     toggle: str | Unknown  # "enable_thinking" when that variable changes the prompt
-    scope: str  # which final turns keep their reasoning: "all turns" | "turns with tool calls"
+    scope: str  # which final turns keep reasoning: "all turns" | "turns with tool calls" | "not written in history"
+    opened_when_thinking: bool  # with enable_thinking=true, the generation prompt opens the block
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,15 +248,18 @@ def _regex_escape(text: str) -> str:
     return re.escape(text)
 
 
-def lower(description: FormatDescription) -> OutputShape:
-    """The output shape of a description."""
+def lower(description: FormatDescription, *, thinking: bool | None = None) -> OutputShape:
+    """The output shape of a description. ``thinking`` is the ``enable_thinking`` value the prompt was
+    rendered with (None: the template's default), which decides whether the prompt opened reasoning."""
     turn = description.turn
     reasoning = None
     if isinstance(description.reasoning, Reasoning):
         r = description.reasoning
         open_m, close_m = split_markers(r.open), split_markers(r.close)
+        forced = r.forced_open if thinking is None or isinstance(r.toggle, Unknown) else (
+            r.opened_when_thinking if thinking else False)
         if open_m and close_m:
-            reasoning = ReasoningShape(tuple(open_m), tuple(close_m), r.forced_open)
+            reasoning = ReasoningShape(tuple(open_m), tuple(close_m), forced)
     calls_shape = None
     id_form = "openai"
     if isinstance(description.calls, Calls):

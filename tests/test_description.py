@@ -81,7 +81,7 @@ def json_call_description() -> FormatDescription:
         ),
         reasoning=Reasoning(open="<think>\n", close="\n</think>\n\n", field="reasoning_content", forced_open=False,
                             empty_block="<think>\n\n</think>\n\n", toggle=Unknown("no toggle variable changed the prompt"),
-                            scope="turns with tool calls"),
+                            scope="turns with tool calls", opened_when_thinking=True),
         calls=Calls(
             section_open="",
             section_close="",

@@ -93,7 +93,39 @@ def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
         output = session.with_form(form).history(v.assistant(form, calls=(v.CALL1,), reasoning=v.REASONING_TEXT))
         if isinstance(output, str) and v.REASONING_TEXT in output:
             return _markers(session, turn, call_plain, output, key, "turns with tool calls")
-    return Unknown("no reasoning field (reasoning_content, reasoning, thinking) is written in history")
+    return _from_prompts(session, turn) or Unknown(
+        "no reasoning field (reasoning_content, reasoning, thinking) is written in history")
+
+
+_OPEN_TAG = re.compile(r"<([A-Za-z_][\w:.\-]*)>\s*\Z")
+
+
+def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
+    """Reasoning markers when history never writes reasoning: from what ``enable_thinking`` changes in
+    the generation prompt (thinking off closes the block the prompt opens), or from a prompt that
+    opens a tag whose closing tag the template strips from content in history."""
+    on = session.prompt(extra={"enable_thinking": True})
+    off = session.prompt(extra={"enable_thinking": False})
+    if isinstance(on, str) and isinstance(off, str) and on != off and off.startswith(on):
+        close = off[len(on):]
+        start = _last_marker_start(on)
+        if start is not None and _MARKER.search(close) and close.strip():
+            prompt = turn.generation_prompt if isinstance(turn.generation_prompt, str) else ""
+            return Reasoning(open=on[start:], close=close, field="", forced_open=prompt.rstrip().endswith(
+                on[start:].strip()) and not prompt.rstrip().endswith(close.strip()),
+                empty_block="", toggle="enable_thinking", scope="not written in history",
+                opened_when_thinking=True)
+    prompt = turn.generation_prompt
+    m = _OPEN_TAG.search(prompt) if isinstance(prompt, str) else None
+    if m is None:
+        return None
+    close = f"</{m.group(1)}>"
+    probe = session.history(v.assistant(session.form, content=f"{v.REASONING_TEXT}{close}{v.CONTENT_TEXT}"))
+    if isinstance(probe, str) and v.CONTENT_TEXT in probe and v.REASONING_TEXT not in probe:
+        # The template cuts everything up to the closing tag out of content: that is reasoning.
+        return Reasoning(open=prompt[m.start():], close=close, field="", forced_open=True, empty_block="",
+                         toggle=_toggle(session), scope="not written in history", opened_when_thinking=True)
+    return None
 
 
 def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, scope: str
@@ -140,8 +172,13 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, sc
         m = re.search(re.escape(before.strip()) + r"\s*" + re.escape(after.strip()) + r"\s*", plain)
         if m:
             empty_block = m.group()
+    toggle = _toggle(session)
+    opened_when_thinking = forced_open
+    if toggle == "enable_thinking" and before.strip():
+        on = session.prompt(extra={"enable_thinking": True})
+        opened_when_thinking = isinstance(on, str) and on.rstrip().endswith(before.strip())
     return Reasoning(open=before, close=after, field=key, forced_open=forced_open, empty_block=empty_block,
-                     toggle=_toggle(session), scope=scope)
+                     toggle=toggle, scope=scope, opened_when_thinking=opened_when_thinking)
 
 
 def _toggle(session: Session) -> str | Unknown:

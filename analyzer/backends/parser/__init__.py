@@ -20,8 +20,9 @@ class Parser:
     """A parser for one template's output format, for a given set of tools (used to validate calls
     and to type key/value arguments)."""
 
-    def __init__(self, description: FormatDescription | OutputShape, tools: list[dict[str, Any]] | None = None):
-        self.shape = description if isinstance(description, OutputShape) else lower(description)
+    def __init__(self, description: FormatDescription | OutputShape, tools: list[dict[str, Any]] | None = None,
+                 *, thinking: bool | None = None):
+        self.shape = description if isinstance(description, OutputShape) else lower(description, thinking=thinking)
         self.tools = tools or []
 
     def stream(self) -> StreamParser:

@@ -43,6 +43,7 @@ class StreamParser:
         self._state = _START
         self._content_started = False  # leading whitespace of content is the markers'
         self._held_ws = ""  # trailing whitespace of content, emitted only if more content follows
+        self._held_reasoning_ws = ""
         self._scan_from = 0
         self._call_start = 0
         self._in_section = False
@@ -174,40 +175,109 @@ class StreamParser:
 
     def _reasoning(self, deltas: list[Delta], final: bool) -> None:
         assert self.shape.reasoning is not None
-        if not self.message.reasoning_content and self._calls is not None and self._calls.trigger.word:
-            # A prompt that opens reasoning, and a model that skips it and calls a tool at once.
+        if not self.message.reasoning_content:
+            # A prompt that opens reasoning, and a model that skips it: the output starts with what
+            # follows reasoning (the rest of the turn's prefix, a content wrapper, a call).
             head = skip_ws(self._buf, 0)
-            word = self._calls.trigger.word
-            if self._buf.startswith(word, head):
+            words = self._after_reasoning_words()
+            if any(self._buf.startswith(word, head) for word in words):
                 self._consume(head)
-                self._state = _CONTENT
+                self._state = _AFTER_REASONING
                 return
-            if not final and word.startswith(self._buf[head:]):
+            if not final and any(word.startswith(self._buf[head:]) for word in words):
                 return
         close = self.shape.reasoning.close
         word = close[0].text
         at = self._buf.find(word, self._scan_from)
+        call_at = self._call_in_reasoning(at, final)
+        if call_at is NEED:
+            return
+        if isinstance(call_at, int):
+            # A call ends reasoning the model never closed.
+            self._emit_reasoning(deltas, self._buf[:call_at], closing=True)
+            self._consume(call_at)
+            self._content_started = False
+            self._state = _CONTENT
+            return
         if at == -1:
-            keep = 0 if final else _partial_suffix(self._buf, (word,))
+            keep = 0 if final else _partial_suffix(self._buf, self._reasoning_words())
             text = self._buf[:len(self._buf) - keep]
             if text:
-                self._emit(deltas, Delta(reasoning_content=text))
+                self._emit_reasoning(deltas, text, closing=final)
                 self._consume(len(text))
-            self._scan_from = max(0, len(self._buf) - len(word))
+            self._scan_from = max(0, len(self._buf) - max(len(w) for w in self._reasoning_words()))
             return
         step = match_literal(self._buf, at, close, final)
         if step is NEED:
             if at:
-                self._emit(deltas, Delta(reasoning_content=self._buf[:at]))
+                self._emit_reasoning(deltas, self._buf[:at])
                 self._consume(at)
             return
         end = step if isinstance(step, int) else at + len(word)
-        text = self._buf[:at]
-        if text:
-            self._emit(deltas, Delta(reasoning_content=text))
+        self._emit_reasoning(deltas, self._buf[:at], closing=True)
         self._consume(end)
         self._content_started = False
         self._state = _AFTER_REASONING
+
+    def _reasoning_words(self) -> list[str]:
+        assert self.shape.reasoning is not None
+        words = [self.shape.reasoning.close[0].text]
+        if self._calls is not None and self._calls.trigger.word:
+            words.append(self._calls.trigger.word)
+        return words
+
+    def _call_in_reasoning(self, close_at: int, final: bool):
+        """Where a complete call starts inside reasoning, before any close marker; NEED while a call
+        that has started may still complete; None when there is none."""
+        calls = self._calls
+        if calls is None or not calls.trigger.word or self._matcher is None:
+            return None
+        word = calls.trigger.word
+        start = self._scan_from
+        while True:
+            at = self._buf.find(word, start)
+            if at == -1 or (close_at != -1 and at > close_at):
+                return None
+            i = at
+            if calls.section_open:
+                step = match_literal(self._buf, i, calls.section_open, final)
+                if step is NEED:
+                    return NEED
+                i = step if isinstance(step, int) else i
+            outcome = self._matcher.match(self._buf, i, final)
+            if outcome is NEED:
+                return NEED
+            if isinstance(outcome, CallMatch):
+                return at
+            start = at + 1
+
+    def _emit_reasoning(self, deltas: list[Delta], text: str, *, closing: bool = False) -> None:
+        """Reasoning with trailing whitespace held back: the whitespace before a close marker is the marker's."""
+        body = text.rstrip()
+        tail = text[len(body):]
+        if body:
+            if not self.message.reasoning_content:
+                body = body.lstrip()
+            self._emit(deltas, Delta(reasoning_content=self._held_reasoning_ws + body))
+            self._held_reasoning_ws = tail
+        else:
+            self._held_reasoning_ws += tail
+        if closing:
+            self._held_reasoning_ws = ""
+
+    def _after_reasoning_words(self) -> list[str]:
+        shape = self.shape
+        words = []
+        if self._calls is not None and self._calls.trigger.word:
+            words.append(self._calls.trigger.word)
+        if shape.content_open:
+            words.append(shape.content_open[0].text)
+        if shape.reasoning is not None:
+            close = "".join(m.text for m in shape.reasoning.close)
+            prefix = "".join(m.text for m in shape.prefix)
+            if close and prefix.startswith(close) and len(prefix) > len(close):
+                words.append(split_markers(prefix[len(close):])[0].text)
+        return words
 
     def _after_reasoning(self, final: bool) -> None:
         """What every turn starts with, after a reasoning block (``<|open|>response<|sep|>``)."""
@@ -346,6 +416,8 @@ class StreamParser:
         if not final and not self._could_be_complete():
             return
         outcome = self._matcher.match(self._buf, self._call_start, final)
+        if final and isinstance(outcome, Mismatch) and self._matcher.match(self._buf, self._call_start, False) is NEED:
+            outcome = NEED  # it is a call, cut off by the end of the output
         if isinstance(outcome, Mismatch) and self._alt_matcher is not None:
             alternative = self._alt_matcher.match(self._buf, self._call_start, final)
             if not isinstance(alternative, Mismatch):
@@ -406,7 +478,7 @@ class StreamParser:
                     return
         if calls.section_close:
             # Closed even when its opener was left out: models drop openers more than closers.
-            step = match_literal(buf, 0, calls.section_close, final)
+            step = _match_closer(buf, calls.section_close, final)
             if step is NEED:
                 return
             if isinstance(step, int):
@@ -419,7 +491,7 @@ class StreamParser:
 
     def _emit_call(self, deltas: list[Delta], match: CallMatch) -> None:
         index = len(self.message.tool_calls)
-        call_id = match.call_id or _generated_id(self.shape.id_form, index, match.name)
+        call_id = match.call_id or _generated_id(self.shape.id_form, index, match.name, self._buf[:match.end])
         arguments = match.arguments if match.arguments is not None else {}
         text = match.arguments_text or json.dumps(arguments, ensure_ascii=False)
         self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=match.name))
@@ -453,6 +525,19 @@ class StreamParser:
 
     def _error(self, deltas: list[Delta], error: ParseError) -> None:
         self._emit(deltas, Delta(error=error))
+
+
+def _match_closer(buf: str, literal: Literal, final: bool):
+    """A closing literal, or the part of it the output has before it ends: a model stops on the
+    turn's end token, which templates sometimes write as part of the closer."""
+    step = match_literal(buf, 0, literal, final)
+    if isinstance(step, int) or step is NEED or not final:
+        return step
+    rest = buf.strip()
+    whole = "".join(marker.text for marker in literal)
+    if rest and whole.startswith("".join(rest.split())):
+        return len(buf)  # the closer, cut short where the output ends
+    return step
 
 
 def _earliest(buf: str, words: list[str], start: int) -> tuple[int, str] | None:
@@ -519,9 +604,10 @@ def _validate(tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, 
     return problems
 
 
-def _generated_id(form: str, index: int, name: str) -> str:
-    """A deterministic id in the form the template accepts (so batch and stream agree)."""
-    digest = hashlib.sha256(f"{index}:{name}".encode()).digest()
+def _generated_id(form: str, index: int, name: str, text: str) -> str:
+    """An id in the form the template accepts, derived from the call's own text: distinct calls get
+    distinct ids, and batch and stream agree."""
+    digest = hashlib.sha256(f"{index}:{name}:{text}".encode()).digest()
     letters = "".join(_ID_ALPHABET[b % len(_ID_ALPHABET)] for b in digest)
     return letters[:9] if form == "alnum9" else "call_" + letters[:24]
 

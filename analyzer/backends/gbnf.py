@@ -1,0 +1,528 @@
+"""GBNF grammar for a model's tool calls, from the output shape, with what llama-server needs to apply it.
+
+``to_grammar(shape, tools, tool_choice=..., parallel=...)`` prints the calls section of the shape
+for the declared tools: the section opener, one call per tool as alternatives (each part of the
+call by its own method, ``_Builder.part`` dispatching on the part's kind), further calls after the
+separator when parallel calls are allowed, and the section closer.
+
+- ``tool_choice="auto"``: a lazy grammar. The model writes freely until the trigger (the first
+  marker of the calls, or a regex when calls open with bare JSON or the tool's name); the grammar
+  holds from there.
+- ``"required"`` or a tool's name: an eager grammar from the first byte of the output: an optional
+  reasoning block, then the calls section (only that tool's calls for a name).
+- ``"none"``: no grammar.
+
+Whitespace: a marker may have whitespace before/after it where the template wrote some (required
+only between two word characters); JSON values may have it around them. Raw argument text (written
+as is, up to the literal that ends it) is one terminal that ends with that literal, so a greedy
+lexer (llguidance's) cannot run past it or stop inside it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules, char_class, group, literal, seq
+from analyzer.description import ArgumentForm, Field, Text
+from analyzer.errors import InputError
+from analyzer.lower import (
+    CallId, CallsShape, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape, Part,
+    UnsupportedFormat, needs_space, split_markers,
+)
+
+# llama-server's grammar trigger types. A token trigger (0) needs the token's id, which only the
+# server knows; it turns a one-token word into one itself.
+TRIGGER_TOKEN, TRIGGER_WORD, TRIGGER_PATTERN, TRIGGER_PATTERN_FULL = 0, 1, 2, 3
+
+_DIGITS = "[0-9]{1,9}"
+_ALNUM9 = "[A-Za-z0-9]{9}"
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarTrigger:
+    """Where a lazy grammar starts. ``type``: 1 a literal word anywhere, 2 a regex anywhere, 3 a
+    regex the whole output so far must match; the grammar holds from the regex's first group."""
+
+    type: int
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    text: str  # GBNF
+    lazy: bool
+    triggers: tuple[GrammarTrigger, ...]  # empty when not lazy
+    preserved_tokens: tuple[str, ...]  # the shape's markers: the model may write them as special tokens
+    stops: tuple[str, ...]
+
+    def to_llama_server(self) -> dict[str, Any]:
+        """The fields of a llama-server ``/completion`` request that apply this grammar."""
+        return {
+            "grammar": self.text,
+            "grammar_lazy": self.lazy,
+            "grammar_triggers": [{"type": t.type, "value": t.value} for t in self.triggers],
+            "preserved_tokens": list(self.preserved_tokens),
+            "stop": list(self.stops),
+        }
+
+
+def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: str = "auto",
+               parallel: bool = True) -> Grammar | None:
+    """The grammar for ``tools`` called in ``shape``'s format; None for ``tool_choice="none"``."""
+    if tool_choice == "none":
+        return None
+    if shape.calls is None:
+        raise UnsupportedFormat(f"{shape.template}: the template writes no tool calls, so no grammar constrains them")
+    declared = _declared_tools(tools)
+    if tool_choice not in ("auto", "required"):
+        declared = [tool for tool in declared if tool.name == tool_choice]
+        if not declared:
+            names = ", ".join(tool.name for tool in _declared_tools(tools))
+            raise InputError(f"tool_choice {tool_choice!r} is not one of the declared tools ({names})")
+    builder = _Builder(shape, shape.calls)
+    section = builder.section(declared, parallel)
+    lazy = tool_choice == "auto"
+    if lazy:
+        root, triggers = section, (_trigger(shape.calls, declared),)
+    else:
+        root, triggers = builder.eager(section), ()
+    return Grammar(builder.rules.text(root), lazy, triggers, shape.markers(), shape.stops)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tool:
+    name: str
+    parameters: dict[str, Any]
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        found = self.parameters.get("properties")
+        return found if isinstance(found, dict) else {}
+
+
+def _declared_tools(tools: list[dict[str, Any]]) -> list[_Tool]:
+    """Tools in the OpenAI form (``{"type": "function", "function": {...}}``) or bare ``{name, parameters}``."""
+    found = []
+    for tool in tools:
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            raise InputError(f"a tool without a name: {tool!r:.80}")
+        parameters = function.get("parameters") if isinstance(function.get("parameters"), dict) else {}
+        found.append(_Tool(name, parameters))
+    if not found:
+        raise InputError("a grammar for tool calls needs at least one declared tool")
+    return found
+
+
+def _trigger(calls: CallsShape, tools: list[_Tool]) -> GrammarTrigger:
+    trigger = calls.trigger
+    if trigger.word:
+        return GrammarTrigger(TRIGGER_WORD, trigger.word)
+    if trigger.pattern:
+        return GrammarTrigger(TRIGGER_PATTERN, trigger.pattern)
+    if trigger.at_start and calls.call and isinstance(calls.call[0], Name):
+        # The output opens with a tool's name: the grammar holds from the name on.
+        names = "|".join(re.escape(tool.name) for tool in tools)
+        return GrammarTrigger(TRIGGER_PATTERN_FULL, rf"\s*((?:{names})[\s\S]*)")
+    raise UnsupportedFormat("the calls open with nothing a lazy grammar can be triggered by")
+
+
+# --------------------------------------------------------------------------- pieces of a sequence
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """A GBNF expression in a sequence, with what may stand around it: ``lead``/``trail`` say whether
+    whitespace may come before/after; ``first``/``last`` are its literal ends ("" when not literal),
+    to tell where whitespace must separate two words."""
+
+    expr: str
+    lead: bool = False
+    trail: bool = False
+    first: str = ""
+    last: str = ""
+
+
+def _common(texts: list[str]) -> str:
+    return texts[0] if texts and all(text == texts[0] for text in texts) else ""
+
+
+class _Builder:
+    def __init__(self, shape: OutputShape, calls: CallsShape) -> None:
+        self.shape = shape
+        self.calls = calls
+        self.rules = Rules()
+        self.json = SchemaRules(self.rules)
+        self.python = PythonRules(self.rules)
+
+    # ------------------------------------------------------------------ sequences
+
+    def gap(self, before: _Piece, after: _Piece) -> str:
+        """Whitespace between two pieces: none, optional, or required between two words."""
+        if not (before.trail or after.lead):
+            return ""
+        return self.rules.ws_required() if needs_space(before.last, after.first) else self.rules.ws()
+
+    def tokens(self, pieces: list[_Piece]) -> list[str]:
+        """The pieces' expressions with the whitespace between them; empty pieces left out."""
+        pieces = [piece for piece in pieces if piece.expr]
+        out: list[str] = []
+        for i, piece in enumerate(pieces):
+            if i:
+                out.append(self.gap(pieces[i - 1], piece))
+            out.append(piece.expr)
+        return out
+
+    def join(self, pieces: list[_Piece]) -> _Piece:
+        """One piece for a sequence: its ends are the ends of its first and last pieces."""
+        kept = [piece for piece in pieces if piece.expr]
+        if not kept:
+            return _Piece("")
+        return _Piece(seq(*self.tokens(kept)), kept[0].lead, kept[-1].trail, kept[0].first, kept[-1].last)
+
+    def choice(self, hint: str, options: list[_Piece]) -> _Piece:
+        """Alternatives as one rule; whitespace may stand around it if it may around any of them."""
+        expr = self.rules.add(hint, " | ".join(dict.fromkeys(option.expr for option in options)))
+        return _Piece(expr, any(o.lead for o in options), any(o.trail for o in options),
+                      _common([o.first for o in options]), _common([o.last for o in options]))
+
+    def markers(self, markers: tuple[Marker, ...]) -> list[_Piece]:
+        return [self.marker(m) for m in markers]
+
+    # ------------------------------------------------------------------ the calls section and the root
+
+    def section(self, tools: list[_Tool], parallel: bool) -> str:
+        """Section opener, one call or (parallel) several joined by the separator, section closer."""
+        call = self.choice("call", [self.call(tool) for tool in tools])
+        body = call.expr
+        if parallel and self.calls.separator is not None:
+            if self.calls.separator:
+                between = self.tokens([call, *self.markers(self.calls.separator), call])[1:]
+            else:  # whitespace or nothing between calls: the shape keeps no difference
+                between = [self.rules.ws(), call.expr]
+            body = seq(call.expr, group(seq(*between)) + "*")
+        calls = _Piece(self.rules.add("calls", body), call.lead, call.trail, call.first, call.last)
+        return self.join([*self.markers(self.calls.section_open), calls, *self.markers(self.calls.section_close)]).expr
+
+    def eager(self, section: str) -> str:
+        """From the first byte of the output: whitespace, an optional reasoning block, the calls."""
+        ws = self.rules.ws()
+        if self.shape.reasoning is None:
+            return seq(ws, section)
+        return seq(ws, group(seq(self.reasoning(), ws)) + "?", section)
+
+    def reasoning(self) -> str:
+        """Open marker (absent when the prompt opened the block), text, close marker. The text may not
+        hold the calls' first marker either: once the model writes that, it is calling."""
+        reasoning = self.shape.reasoning
+        assert reasoning is not None
+        close = reasoning.close
+        first = self.calls.section_open[:1] or [p for p in self.calls.call[:1] if isinstance(p, Marker)]
+        text = self.rules.add("reasoning-text", text_until(close[0].text, tuple(m.text for m in first)))
+        opening = [] if reasoning.forced_open else self.markers(reasoning.open)
+        if opening:  # the text takes the whitespace after the open marker
+            opening[-1] = _Piece(opening[-1].expr, opening[-1].lead, False, opening[-1].first, opening[-1].last)
+        body = _Piece(text, trail=bool(close[0].trail), last=close[0].text)
+        return self.rules.add("reasoning", self.join([*opening, body, *self.markers(close[1:])]).expr)
+
+    def call(self, tool: _Tool) -> _Piece:
+        """One call of ``tool``: the call pattern, or the no-argument pattern for a tool without parameters."""
+        options = [self.sequence(self.calls.call, tool)]
+        if self.calls.no_arguments is not None and not tool.properties:
+            options.append(self.sequence(self.calls.no_arguments, tool))
+        return self.choice(f"call-{tool.name}", options)
+
+    def sequence(self, parts: tuple[Part, ...], tool: _Tool) -> _Piece:
+        pieces = []
+        for i, part in enumerate(parts):
+            following = next((p.text for p in parts[i + 1:] if isinstance(p, Marker)), "")
+            pieces.append(self.part(part, tool, following))
+        return self.join(pieces)
+
+    # ------------------------------------------------------------------ one method per part kind
+
+    def part(self, part: Part, tool: _Tool, following: str) -> _Piece:
+        """``following``: the next marker's text, where argument text of unknown syntax stops."""
+        match part:
+            case Marker():
+                return self.marker(part)
+            case Name():
+                return self.name(tool)
+            case CallId():
+                return self.call_id(part)
+            case Index():
+                return self.index(part)
+            case JsonArgs():
+                return self.json_args(part, tool)
+            case KeyValueArgs():
+                return self.key_value_args(part, tool, following)
+            case JsonCallObject():
+                return self.json_call_object(part, tool)
+        raise UnsupportedFormat(f"no grammar for call part {part!r}")
+
+    def marker(self, part: Marker) -> _Piece:
+        return _Piece(literal(part.text), bool(part.lead), bool(part.trail), part.text, part.text)
+
+    def name(self, tool: _Tool) -> _Piece:
+        return _Piece(literal(tool.name), first=tool.name, last=tool.name)
+
+    def call_id(self, part: CallId) -> _Piece:
+        if part.form == "alnum9":
+            return _Piece(_ALNUM9)
+        return _Piece(char_class(' \t\n\r<>[]"', negated=True) + "+")
+
+    def index(self, part: Index) -> _Piece:
+        return _Piece(_DIGITS)
+
+    def json_args(self, part: JsonArgs, tool: _Tool) -> _Piece:
+        if part.encoding == "string":
+            expr = self.json.string()
+        elif part.encoding == "python":
+            expr = self.python.value(tool.parameters, f"{tool.name}-args")
+        else:
+            expr = self.json.value(tool.parameters, f"{tool.name}-args")
+        return _Piece(expr, lead=True, trail=True)  # a JSON text may have whitespace around it
+
+    def key_value_args(self, part: KeyValueArgs, tool: _Tool, following: str) -> _Piece:
+        forms = {form.json_type: form for form in part.forms}
+        required = set(tool.parameters.get("required") or ())
+        separator = self.separator(part.separator)
+        members = []
+        for key, schema in tool.properties.items():
+            kind = _json_type(schema)
+            form = forms.get(kind) or forms.get("string")
+            if form is None:
+                raise UnsupportedFormat(f"no form for {kind} arguments ({tool.name}.{key})")
+            # A value that ends its pattern ends before the separator or, last, before the next marker.
+            stops = "".join(m.text[0] for m in split_markers(part.separator)[:1] + split_markers(following)[:1])
+            argument = self.argument(form, key, schema, f"{tool.name}-{key}", stops)
+            members.append((argument, key in required))
+        return _Piece(self.rules.ordered(f"{tool.name}-args", members, separator))
+
+    def json_call_object(self, part: JsonCallObject, tool: _Tool) -> _Piece:
+        layout = part.layout
+        if layout.arguments_encoding == "string":
+            arguments = self.json.string()
+        else:
+            arguments = self.json.value(tool.parameters, f"{tool.name}-args")
+        if layout.name_is_key:
+            body = self.json_object({tool.name: arguments}, [tool.name])
+        else:
+            if not layout.name_path or not layout.arguments_path:
+                raise UnsupportedFormat("a JSON call without a name or arguments key")
+            tree: dict[str, Any] = {}
+            _put(tree, layout.name_path, self.json.constant(tool.name))
+            _put(tree, layout.arguments_path, arguments)
+            if layout.id_path:
+                form = self.shape.id_form
+                _put(tree, layout.id_path, f'"\\"" {_ALNUM9} "\\""' if form == "alnum9" else self.json.string())
+            if layout.index_path:
+                # Templates write the index as a number or as a string of digits ("0").
+                _put(tree, layout.index_path, f'{_DIGITS} | "\\"" {_DIGITS} "\\""')
+            for path, text in layout.constants:
+                _put(tree, path, literal(text))
+            order = [key for key in layout.key_order if key in tree] + [k for k in tree if k not in layout.key_order]
+            body = self.json_object(tree, order)
+        return _Piece(self.rules.add(f"{tool.name}-call", body), lead=True, trail=True, first="{", last="}")
+
+    # ------------------------------------------------------------------ helpers of the part methods
+
+    def json_object(self, tree: dict[str, Any], order: list[str]) -> str:
+        """An object with exactly these keys in this order; nested objects keep their keys' order."""
+        members = [self.json.member(self.json.key(key), group(self.json_object(tree[key], list(tree[key]))
+                                                             if isinstance(tree[key], dict) else tree[key]))
+                   for key in order]
+        body = seq(*(item for i, member in enumerate(members)
+                     for item in ((seq(literal(","), self.rules.ws()) if i else ""), member)))
+        return seq(literal("{"), self.rules.ws(), body, literal("}"))
+
+    def separator(self, text: str) -> str:
+        """Between two arguments: the separator's markers, or whitespace when it is only that."""
+        if not text:
+            return ""
+        markers = split_markers(text)
+        if not markers:
+            return self.rules.ws()
+        ws = self.rules.ws()
+        return seq(ws if markers[0].lead else "", self.join(self.markers(tuple(markers))).expr,
+                   ws if markers[-1].trail else "")
+
+    def argument(self, form: ArgumentForm, key: str, schema: Any, hint: str, stops: str) -> str:
+        """One argument by its form's pattern. ``stops``: the first characters of what may follow the
+        argument, where a value that ends the pattern stops when its syntax is not known."""
+        pieces: list[_Piece] = []
+        pattern = form.pattern
+        i = 0
+        while i < len(pattern):
+            item = pattern[i]
+            after = pattern[i + 1] if i + 1 < len(pattern) else None
+            if isinstance(item, Text):
+                pieces.extend(self.markers(tuple(split_markers(item.text))))
+            elif item.name == "key":
+                pieces.append(_Piece(literal(key), first=key, last=key))
+            elif form.syntax == "raw" and isinstance(after, Text) and after.text.strip():
+                # Raw text runs to the next literal and takes it in: one terminal, ended by that literal.
+                ends = split_markers(after.text)
+                if pieces:  # whitespace after the literal before is the text's own
+                    last = pieces[-1]
+                    pieces[-1] = _Piece(last.expr, last.lead, False, last.first, last.last)
+                text = self.rules.add(f"{hint}-text", text_until(ends[0].text))
+                pieces.append(_Piece(text, trail=bool(ends[0].trail), last=ends[0].text))
+                pieces.extend(self.markers(tuple(ends[1:])))
+                i += 2
+                continue
+            elif form.syntax in ("json", "python"):
+                rules = self.json if form.syntax == "json" else self.python
+                pieces.append(_Piece(rules.value(schema, hint), lead=True, trail=True))
+            else:
+                # Unknown syntax (or raw text with no literal after it): text up to the next literal,
+                # brackets balanced so a nested object or list may hold that literal's first character.
+                ends = split_markers(after.text) if isinstance(after, Text) else []
+                pieces.append(_Piece(self.loose(ends[0].text[0] if ends else stops)))
+            i += 1
+        return self.join(pieces).expr
+
+    def loose(self, stops: str) -> str:
+        """Any text with balanced ``{}``/``[]`` that holds the characters of ``stops`` only inside brackets."""
+        inner = self.rules.recursive("loose-inner", lambda name: (
+            f'( {char_class("{}[]", negated=True)} | "{{" {name} "}}" | "[" {name} "]" )*'))
+        outer = char_class(set("{}[]") | set(stops), negated=True)
+        return self.rules.add("loose", f'( {outer} | "{{" {inner} "}}" | "[" {inner} "]" )*')
+
+
+def _put(tree: dict[str, Any], path: tuple[str, ...], expr: str) -> None:
+    node = tree
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = expr
+
+
+def _json_type(schema: Any) -> str:
+    """The JSON type an argument's schema gives, to pick its argument form."""
+    if not isinstance(schema, dict):
+        return "string"
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if isinstance(kind, str):
+        return kind
+    values = schema.get("enum") or ([schema["const"]] if "const" in schema else [])
+    if values:
+        return {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null",
+                dict: "object", list: "array"}.get(type(values[0]), "string")
+    return "object" if "properties" in schema else "array" if "items" in schema else "string"
+
+
+# --------------------------------------------------------------------------- text up to a literal
+
+
+@dataclass(frozen=True, slots=True)
+class _Lit:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Class:
+    chars: frozenset[str]
+    negated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Seq:
+    items: tuple[_Regex, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Alt:
+    items: tuple[_Regex, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Star:
+    item: _Regex
+
+
+_Regex = Union[_Lit, _Class, _Seq, _Alt, _Star]
+_EMPTY = _Seq(())
+
+
+def text_until(stop: str, avoid: tuple[str, ...] = ()) -> str:
+    """GBNF for any text that ends with the first ``stop`` in it and holds none of ``avoid``.
+
+    It is a regular language, written with literals and classes only, so a GBNF reader that lexes
+    (llguidance) takes it as one terminal that cannot end early nor run past ``stop``. Built as the
+    automaton that reads text while watching for the words (Aho-Corasick), its states then removed one
+    by one (deepest first), the edges between the remaining ones becoming regexes (state elimination).
+    """
+    avoid = tuple(word for word in avoid if word and word not in stop)  # such a word would bar stop itself
+    words = (stop, *avoid)
+    prefixes = sorted({word[:i] for word in words for i in range(len(word))}, key=len)
+    state = {prefix: i for i, prefix in enumerate(prefixes)}  # 0: nothing matched ("")
+    start, accept = len(prefixes), len(prefixes) + 1
+    alphabet = {ch for word in words for ch in word}
+
+    def step(prefix: str, ch: str) -> int | None:
+        seen = prefix + ch
+        if seen.endswith(stop):
+            return accept
+        if any(seen.endswith(word) for word in avoid):
+            return None
+        return next(state[seen[i:]] for i in range(len(seen) + 1) if seen[i:] in state)
+
+    edges: dict[tuple[int, int], _Regex] = {(start, 0): _EMPTY}
+    for prefix, source in state.items():
+        targets: dict[int, set[str]] = {}
+        for ch in alphabet:
+            target = step(prefix, ch)
+            if target is not None:
+                targets.setdefault(target, set()).add(ch)
+        # Every character no word holds goes back to nothing matched, as do those listed for it.
+        edges[(source, 0)] = _Class(frozenset(alphabet - targets.pop(0, set())), True)
+        for target, chars in targets.items():
+            edges[(source, target)] = _Lit(next(iter(chars))) if len(chars) == 1 else _Class(frozenset(chars), False)
+    for k in reversed(range(len(prefixes))):
+        loop = edges.pop((k, k), None)
+        into = [(i, r) for (i, j), r in edges.items() if j == k]
+        out = [(j, r) for (i, j), r in edges.items() if i == k]
+        for key in [key for key in edges if k in key]:
+            del edges[key]
+        for i, first in into:
+            for j, last in out:
+                path = _seq(first, _Star(loop) if loop else _EMPTY, last)
+                edges[(i, j)] = _alt(edges[(i, j)], path) if (i, j) in edges else path
+    return _gbnf(edges[(start, accept)])
+
+
+def _seq(*items: _Regex) -> _Regex:
+    flat: list[_Regex] = []
+    for item in items:
+        for part in item.items if isinstance(item, _Seq) else (item,):
+            if flat and isinstance(part, _Lit) and isinstance(flat[-1], _Lit):
+                flat[-1] = _Lit(flat[-1].text + part.text)
+            else:
+                flat.append(part)
+    return flat[0] if len(flat) == 1 else _Seq(tuple(flat))
+
+
+def _alt(*items: _Regex) -> _Regex:
+    options: list[_Regex] = []
+    for item in items:
+        options.extend(option for option in (item.items if isinstance(item, _Alt) else (item,)) if option not in options)
+    return options[0] if len(options) == 1 else _Alt(tuple(options))
+
+
+def _gbnf(regex: _Regex, nested: bool = False) -> str:
+    if isinstance(regex, _Lit):
+        return literal(regex.text)
+    if isinstance(regex, _Class):
+        return char_class(regex.chars, negated=regex.negated)
+    if isinstance(regex, _Seq):
+        return " ".join(_gbnf(item, True) for item in regex.items)
+    if isinstance(regex, _Alt):
+        text = " | ".join(_gbnf(item) for item in regex.items)
+        return f"( {text} )" if nested else text
+    inner = _gbnf(regex.item, True)
+    return (inner if isinstance(regex.item, (_Lit, _Class, _Alt)) else f"( {inner} )") + "*"

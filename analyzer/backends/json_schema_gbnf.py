@@ -1,0 +1,287 @@
+"""JSON Schema to GBNF rules, and the small GBNF toolkit the grammar backend builds with.
+
+``Rules`` collects named rules (a body written twice gets one name); ``literal`` and ``char_class``
+write GBNF terminals; ``SchemaRules`` turns a JSON Schema into a rule for the JSON values it allows,
+and ``PythonRules`` does the same for Python literals (``{'a': 'x', 'b': True}``), which some
+templates write instead of JSON.
+
+What the schema rules cover: the JSON types, ``enum`` and ``const``, ``anyOf``/``oneOf`` and type
+lists as alternatives, objects with their properties in schema order (required ones mandatory,
+optional ones omissible), nested objects and arrays (``items``, ``minItems``, ``maxItems``). Anything
+else (``$ref``, string formats, numeric bounds) is not checked: the value only has to be of the type.
+
+``additionalProperties``: an object schema that declares properties allows only those unless
+``additionalProperties`` is ``true`` or a schema (a tool call should use the declared parameters); one
+that declares none allows any members unless ``additionalProperties`` is ``false`` (then only ``{}``).
+
+Whitespace between tokens is optional and bounded (``ws``: at most ``WS_MAX`` characters), so a
+model can write ``{"a": 1}`` or an indented object but cannot loop on whitespace forever.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+WS_MAX = 20
+_WS_CHARS = " \t\n\r"
+_NAME_JUNK = re.compile(r"[^a-z0-9]+")
+# Names gbnf_to_lark and llama.cpp treat specially: "root" is the start rule, and llguidance's
+# converter renames it to "start".
+_RESERVED = frozenset({"root", "start"})
+
+# JSON string: any character but '"', '\\' and control characters, or an escape (RFC 8259).
+_JSON_STRING = r'''"\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""'''
+# Python string literal in either quote, any backslash escape (repr writes \n, \', \x.., \u....).
+_PY_STRING = r'''"'" ( [^'\\] | "\\" [^\x0A] )* "'" | "\"" ( [^"\\] | "\\" [^\x0A] )* "\""'''
+_CLASS_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_INTEGER = '"-"? ( "0" | [1-9] [0-9]{0,15} )'
+_NUMBER = _INTEGER + r' ( "." [0-9]{1,16} )? ( [eE] [+\x2D]? [0-9]{1,3} )?'
+
+
+def literal(text: str) -> str:
+    """A GBNF string literal for ``text``. Non-ASCII characters are written as themselves: an escape
+    like ``\\u00e9`` is read differently by GBNF tools, the raw UTF-8 is read the same by all."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def char_class(chars: Iterable[str], *, negated: bool = False) -> str:
+    """A GBNF character class. Tab, newline and carriage return get their escapes; other control
+    characters and those that mean something inside a class, ``\\xHH`` escapes, which every GBNF
+    reader takes literally."""
+    body = []
+    for ch in sorted(set(chars)):
+        if ch in _CLASS_ESCAPES:
+            body.append(_CLASS_ESCAPES[ch])
+        elif ch in "\\]^-[" or ord(ch) < 0x20 or ord(ch) == 0x7F:
+            body.append(f"\\x{ord(ch):02X}")
+        else:
+            body.append(ch)
+    return "[" + ("^" if negated else "") + "".join(body) + "]"
+
+
+def seq(*items: str) -> str:
+    """Items in sequence, empty ones left out."""
+    return " ".join(item for item in items if item)
+
+
+def group(expr: str) -> str:
+    return f"( {expr} )" if expr else ""
+
+
+class Rules:
+    """GBNF rules under construction: ``add`` names a body (the same body gets the same name)."""
+
+    def __init__(self) -> None:
+        self._bodies: dict[str, str] = {}  # name -> body, in definition order
+        self._names: dict[str, str] = {}  # body -> name
+        self._recursive: dict[str, str] = {}  # hint -> name
+
+    def add(self, hint: str, body: str) -> str:
+        """The name of a rule with ``body``; ``hint`` becomes a valid, unused GBNF name."""
+        if body not in self._names:
+            name = self._fresh(hint)
+            self._bodies[name] = body
+            self._names[body] = name
+        return self._names[body]
+
+    def recursive(self, hint: str, build: Callable[[str], str]) -> str:
+        """A rule that refers to itself, made once per ``hint``: ``build`` gets its name, gives its body."""
+        if hint not in self._recursive:
+            name = self._fresh(hint)
+            self._bodies[name] = ""  # the name is taken while the body is built
+            self._recursive[hint] = name
+            self._bodies[name] = build(name)
+        return self._recursive[hint]
+
+    def _fresh(self, hint: str) -> str:
+        base = _NAME_JUNK.sub("-", hint.lower()).strip("-") or "r"
+        name, n = base, 1
+        while name in self._bodies or name in _RESERVED:
+            n += 1
+            name = f"{base}-{n}"
+        return name
+
+    def ws(self) -> str:
+        """Optional whitespace: between JSON tokens and wherever a template wrote some."""
+        return self.add("ws", f"{char_class(_WS_CHARS)}{{0,{WS_MAX}}}")
+
+    def ws_required(self) -> str:
+        """Whitespace that must be there: between two words."""
+        return self.add("ws-required", f"{char_class(_WS_CHARS)}{{1,{WS_MAX}}}")
+
+    def text(self, root: str) -> str:
+        """The grammar: ``root ::= root`` first, then every rule in the order it was added."""
+        lines = [f"root ::= {root}"]
+        lines.extend(f"{name} ::= {body}" for name, body in self._bodies.items())
+        return "\n".join(lines) + "\n"
+
+    def ordered(self, hint: str, members: list[tuple[str, bool]], separator: str, extra: str = "") -> str:
+        """Members in the given order, ``separator`` between two, each ``(expr, required)``: required
+        members must be written, optional ones may be left out. ``extra``: any number of further
+        members after them (additional properties). Matches nothing when every member is optional."""
+        if all(required for _, required in members) and not extra:
+            return seq(*(item for i, (expr, _) in enumerate(members) for item in ((separator if i else ""), expr)))
+        # rest[i]: members i.. after one was written (each after a separator); first[i]: when none was.
+        rest = self.add(f"{hint}-more", group(seq(separator, extra)) + "*") if extra else ""
+        first = group(seq(extra, rest)) + "?" if extra else ""
+        for i in reversed(range(len(members))):
+            expr, required = members[i]
+            after = seq(separator, expr)
+            rest_i = seq(after if required else group(after) + "?", rest)
+            first_i = seq(expr, rest) if required else f"{seq(expr, rest)} | {first}" if first else group(seq(expr, rest)) + "?"
+            first = self.add(f"{hint}-{i}", first_i)
+            rest = self.add(f"{hint}-rest-{i}", rest_i) if i else ""
+        return first
+
+
+class SchemaRules:
+    """JSON values a JSON Schema allows, as GBNF rules added to ``rules``."""
+
+    prefix = ""  # of the names of the rules for any value, which differ by syntax
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+
+    # ------------------------------------------------------------------ the syntax of values
+
+    def string(self) -> str:
+        """Any string, JSON-escaped; no raw control characters."""
+        return self.rules.add("string", _JSON_STRING)
+
+    def boolean(self) -> str:
+        return self.rules.add("boolean", '"true" | "false"')
+
+    def null(self) -> str:
+        return literal("null")
+
+    def key(self, name: str) -> str:
+        return literal(json.dumps(name, ensure_ascii=False))
+
+    def constant(self, value: Any) -> str:
+        """One value written exactly as ``json.dumps`` writes it."""
+        return literal(json.dumps(value, ensure_ascii=False))
+
+    def integer(self) -> str:
+        return self.rules.add("integer", _INTEGER)
+
+    def number(self) -> str:
+        return self.rules.add("number", _NUMBER)
+
+    # ------------------------------------------------------------------ schemas
+
+    def value(self, schema: Any, hint: str = "value") -> str:
+        """An expression (usually a rule name) for the values ``schema`` allows."""
+        if not isinstance(schema, dict) or not schema:
+            return self.any_value()
+        if "const" in schema:
+            return self.constant(schema["const"])
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return self.rules.add(f"{hint}-enum", " | ".join(self.constant(v) for v in schema["enum"]))
+        for combinator in ("anyOf", "oneOf"):
+            options = schema.get(combinator)
+            if isinstance(options, list) and options:
+                base = {k: v for k, v in schema.items() if k != combinator}
+                alternatives = [self.value({**base, **option} if isinstance(option, dict) else option, f"{hint}-{i}")
+                                for i, option in enumerate(options)]
+                return self.rules.add(hint, " | ".join(dict.fromkeys(alternatives)))
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            alternatives = [self.value({**schema, "type": t}, f"{hint}-{t}") for t in kind if isinstance(t, str)]
+            return self.rules.add(hint, " | ".join(dict.fromkeys(alternatives))) if alternatives else self.any_value()
+        if kind is None:
+            kind = "object" if "properties" in schema else "array" if "items" in schema else None
+        if kind == "object":
+            return self.object(schema, hint)
+        if kind == "array":
+            return self.array(schema, hint)
+        simple = {"string": self.string, "integer": self.integer, "number": self.number,
+                  "boolean": self.boolean, "null": self.null}.get(kind or "")
+        return simple() if simple else self.any_value()
+
+    def object(self, schema: dict[str, Any], hint: str) -> str:
+        ws = self.rules.ws()
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = set(schema.get("required") or ())
+        additional = schema.get("additionalProperties")
+        if not properties and additional is not False:
+            return self.any_object(self.value(additional, f"{hint}-value"))
+        members = [(self.member(self.key(name), self.value(sub, f"{hint}-{name}")), name in required)
+                   for name, sub in properties.items()]
+        extra = ""
+        if additional is True or isinstance(additional, dict):
+            extra = self.member(self.string(), self.value(additional, f"{hint}-extra"))
+        body = self.rules.ordered(hint, members, seq(literal(","), ws), extra)
+        return self.rules.add(hint, seq(literal("{"), ws, body, literal("}")))
+
+    def member(self, key: str, value: str) -> str:
+        """``key: value`` with the whitespace that may follow it (before ``,`` or ``}``)."""
+        ws = self.rules.ws()
+        return seq(key, ws, literal(":"), ws, value, ws)
+
+    def array(self, schema: dict[str, Any], hint: str) -> str:
+        ws = self.rules.ws()
+        item = seq(self.value(schema.get("items"), f"{hint}-item"), ws)
+        low = schema.get("minItems", 0) if isinstance(schema.get("minItems"), int) else 0
+        high = schema.get("maxItems") if isinstance(schema.get("maxItems"), int) else None
+        if high == 0:
+            return self.rules.add(hint, seq(literal("["), ws, literal("]")))
+        more = group(seq(literal(","), ws, item))
+        more += f"{{{max(low - 1, 0)},{'' if high is None else high - 1}}}"
+        items = seq(item, more)
+        return self.rules.add(hint, seq(literal("["), ws, items if low > 0 else group(items) + "?", literal("]")))
+
+    def any_object(self, value: str) -> str:
+        """An object with any keys, each value ``value``."""
+        ws = self.rules.ws()
+        member = self.member(self.string(), value)
+        members = group(seq(member, group(seq(literal(","), ws, member)) + "*")) + "?"
+        return self.rules.add(f"{self.prefix}object", seq(literal("{"), ws, members, literal("}")))
+
+    def any_value(self) -> str:
+        """Any value, for an empty or absent schema."""
+        def build(name: str) -> str:
+            ws = self.rules.ws()
+            item = seq(name, ws)
+            array = seq(literal("["), ws, group(seq(item, group(seq(literal(","), ws, item)) + "*")) + "?", literal("]"))
+            return " | ".join((self.any_object(name), self.rules.add(f"{self.prefix}any-array", array), self.string(),
+                               self.number(), self.boolean(), self.null()))
+        return self.rules.recursive(f"{self.prefix}any-value", build)
+
+
+class PythonRules(SchemaRules):
+    """Python literals for a schema: ``'single'`` or ``"double"`` quoted strings with backslash
+    escapes, ``True``/``False``/``None``; numbers, lists and dicts as in JSON."""
+
+    prefix = "py-"
+
+    def string(self) -> str:
+        return self.rules.add("py-string", _PY_STRING)
+
+    def boolean(self) -> str:
+        return self.rules.add("py-boolean", '"True" | "False"')
+
+    def null(self) -> str:
+        return literal("None")
+
+    def key(self, name: str) -> str:
+        return self.rules.add(f"py-key-{name}", f"{literal(repr(name))} | {literal(json.dumps(name, ensure_ascii=False))}")
+
+    def constant(self, value: Any) -> str:
+        return literal(repr(value))
