@@ -27,7 +27,6 @@ KNOWN = {
     "LFM2.5-Instruct": "the template never writes tool calls in history (format none)",
     "openai-gpt-oss-120b": "history writes calls in the commentary channel only; the sample uses the analysis channel",
     "meta-llama-Llama-3.1-8B-Instruct": "the sample is a JSON-schema response in a fenced block, not a tool call",
-    "CohereForAI-c4ai-command-r-plus-tool_use": "the sample breaks the closer ']```' with a newline the template never writes",
 }
 
 
