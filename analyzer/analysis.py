@@ -12,8 +12,8 @@ import re
 import minijinja
 
 from analyzer.description import (
-    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, FormatDescription, InputForm, JsonArguments,
-    KeyValueArguments, TemplateRef, Unknown,
+    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, Field, FormatDescription, InputForm, JsonArguments,
+    KeyValueArguments, TemplateRef, Text, Unknown,
 )
 from analyzer.detect.calls import detect_calls
 from analyzer.detect.forms import probe
@@ -98,9 +98,13 @@ def classify(calls: Calls | Unknown) -> str:
     if isinstance(arguments, JsonArguments):
         return "tag-json"
     if isinstance(arguments, KeyValueArguments):
-        # Python call syntax quotes strings the way Python prints them: f(a='x').
-        if any(form.json_type == "string" and form.syntax == "python" for form in arguments.forms):
-            return "python"
+        # Python call syntax: the name, then the arguments in parentheses: f(a='x').
+        parts = calls.call
+        for k, part in enumerate(parts[:-1]):
+            following = parts[k + 1]
+            if isinstance(part, Field) and part.name == "name" and isinstance(following, Text) \
+                    and following.text.startswith("("):
+                return "python"
         return "tag-kv"
     return "unknown"
 

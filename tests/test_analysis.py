@@ -89,7 +89,8 @@ def test_python_call_syntax(described):
     assert d.format == "python"
     assert (c.section_open, c.section_close, c.separator) == ("<|tool_call_start|>[", "]<|tool_call_end|>", ", ")
     assert pattern_text(c.call) == "{name}({arguments})"
-    assert pattern_text(form(d, "string").pattern) == "{key}={value}" and form(d, "string").syntax == "python"
+    # Strings are written between quotes the template adds itself, unescaped: raw text in the pattern.
+    assert pattern_text(form(d, "string").pattern) == "{key}='{value}'" and form(d, "string").syntax == "raw"
     assert form(d, "boolean").syntax == "python"
 
 

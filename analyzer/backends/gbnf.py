@@ -203,7 +203,10 @@ class _Builder:
                 between = self.tokens([call, *self.markers(self.calls.separator), call])[1:]
             else:  # whitespace or nothing between calls: the shape keeps no difference
                 between = [self.rules.ws(), call.expr]
-            body = seq(call.expr, group(seq(*between)) + "*")
+            # Right recursion, not a repetition: a rule that refers to itself is never one lexer
+            # terminal, which could not tell one more call from the section closer after it.
+            more = self.rules.recursive("more-calls", lambda name: group(seq(*between, name)) + "?")
+            body = seq(call.expr, more)
         calls = _Piece(self.rules.add("calls", body), call.lead, call.trail, call.first, call.last)
         return self.join([*self.markers(self.calls.section_open), calls, *self.markers(self.calls.section_close)]).expr
 
@@ -221,7 +224,7 @@ class _Builder:
         assert reasoning is not None
         close = reasoning.close
         first = self.calls.section_open[:1] or [p for p in self.calls.call[:1] if isinstance(p, Marker)]
-        text = self.rules.add("reasoning-text", text_until(close[0].text, tuple(m.text for m in first)))
+        text = text_until(self.rules, "reasoning-text", close[0].text, tuple(m.text for m in first))
         opening = [] if reasoning.forced_open else self.markers(reasoning.open)
         if opening:  # the text takes the whitespace after the open marker
             opening[-1] = _Piece(opening[-1].expr, opening[-1].lead, False, opening[-1].first, opening[-1].last)
@@ -369,7 +372,7 @@ class _Builder:
                 if pieces:  # whitespace after the literal before is the text's own
                     last = pieces[-1]
                     pieces[-1] = _Piece(last.expr, last.lead, False, last.first, last.last)
-                text = self.rules.add(f"{hint}-text", text_until(ends[0].text))
+                text = text_until(self.rules, "raw-text", ends[0].text)
                 pieces.append(_Piece(text, trail=bool(ends[0].trail), last=ends[0].text))
                 pieces.extend(self.markers(tuple(ends[1:])))
                 i += 2
@@ -449,13 +452,14 @@ _Regex = Union[_Lit, _Class, _Seq, _Alt, _Star]
 _EMPTY = _Seq(())
 
 
-def text_until(stop: str, avoid: tuple[str, ...] = ()) -> str:
-    """GBNF for any text that ends with the first ``stop`` in it and holds none of ``avoid``.
+def text_until(rules: Rules, hint: str, stop: str, avoid: tuple[str, ...] = ()) -> str:
+    """A rule for any text that ends with the first ``stop`` in it and holds none of ``avoid``.
 
     It is a regular language, written with literals and classes only, so a GBNF reader that lexes
     (llguidance) takes it as one terminal that cannot end early nor run past ``stop``. Built as the
     automaton that reads text while watching for the words (Aho-Corasick), its states then removed one
     by one (deepest first), the edges between the remaining ones becoming regexes (state elimination).
+    Deeply nested alternatives become rules of their own: GBNF readers limit nesting.
     """
     avoid = tuple(word for word in avoid if word and word not in stop)  # such a word would bar stop itself
     words = (stop, *avoid)
@@ -493,7 +497,7 @@ def text_until(stop: str, avoid: tuple[str, ...] = ()) -> str:
             for j, last in out:
                 path = _seq(first, _Star(loop) if loop else _EMPTY, last)
                 edges[(i, j)] = _alt(edges[(i, j)], path) if (i, j) in edges else path
-    return _gbnf(edges[(start, accept)])
+    return rules.add(hint, _gbnf(edges[(start, accept)], rules, hint))
 
 
 def _seq(*items: _Regex) -> _Regex:
@@ -514,15 +518,21 @@ def _alt(*items: _Regex) -> _Regex:
     return options[0] if len(options) == 1 else _Alt(tuple(options))
 
 
-def _gbnf(regex: _Regex, nested: bool = False) -> str:
+_MAX_NESTING = 8
+
+
+def _gbnf(regex: _Regex, rules: Rules, hint: str, depth: int = 0) -> str:
+    """GBNF for a regex; ``depth``: how many parentheses it stands in."""
     if isinstance(regex, _Lit):
         return literal(regex.text)
     if isinstance(regex, _Class):
         return char_class(regex.chars, negated=regex.negated)
     if isinstance(regex, _Seq):
-        return " ".join(_gbnf(item, True) for item in regex.items)
+        return " ".join(_gbnf(item, rules, hint, depth) for item in regex.items)
     if isinstance(regex, _Alt):
-        text = " | ".join(_gbnf(item) for item in regex.items)
-        return f"( {text} )" if nested else text
-    inner = _gbnf(regex.item, True)
+        if depth >= _MAX_NESTING:
+            return rules.add(f"{hint}-part", _gbnf(regex, rules, hint))
+        text = " | ".join(_gbnf(item, rules, hint, depth + 1) for item in regex.items)
+        return f"( {text} )" if depth else text
+    inner = _gbnf(regex.item, rules, hint, depth + 1)
     return (inner if isinstance(regex.item, (_Lit, _Class, _Alt)) else f"( {inner} )") + "*"

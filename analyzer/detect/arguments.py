@@ -117,7 +117,8 @@ def _value_candidates(value: Any) -> list[tuple[str, str]]:
     return sorted(found, key=lambda item: -len(item[1]))
 
 
-def _form(json_type: str, unit: str, value: Any, reference: str | None) -> ArgumentForm:
+def _form(json_type: str, unit: str, value: Any, reference: str | None, *, quoted_raw: bool = False
+          ) -> ArgumentForm:
     spans: list[tuple[int, int, Part]] = [(i, i + len(v.ARG1), Field("key")) for i in find_all(unit, v.ARG1)]
     syntax, value_span = "unknown", None
     for candidate_syntax, text in _value_candidates(value):
@@ -127,6 +128,10 @@ def _form(json_type: str, unit: str, value: Any, reference: str | None) -> Argum
                 break
         if value_span:
             break
+    if quoted_raw and value_span is not None and syntax in ("json", "python"):
+        start, end = value_span
+        if end - start >= 2 and unit[start] == unit[end - 1] and unit[start] in "'\"":
+            syntax, value_span = "raw", (start + 1, end - 1)
     if value_span is None and reference is not None:
         # A syntax of the template's own (``{Oqz:1}``): the value is what differs from a string argument.
         head = common_prefix_len(unit, reference)
@@ -164,14 +169,16 @@ def find_key_value_arguments(session: Session, call_output: str, call_start: int
         return Unknown("no repeating argument unit found between one and two arguments")
     head, tail = call_output[:unit.start], call_output[unit.end:]
     string_unit = unit.first
-    forms = [_form("string", string_unit, v.STR1, None)]
+    escaping = _string_escaping(session, head, tail)
+    # A string written in quotes but never escaped is raw text between quote characters the
+    # template writes itself; the quotes belong to the pattern, not to a JSON or Python literal.
+    forms = [_form("string", string_unit, v.STR1, None, quoted_raw=escaping == "none")]
     for json_type, value in v.TYPED_VALUES.items():
         output = session.output(_one_call(form, {v.ARG1: value}))
         if isinstance(output, Failed) or not (output.startswith(head) and output.endswith(tail)):
             continue
         typed_unit = output[len(head):len(output) - len(tail)]
         forms.append(_form(json_type, typed_unit, value, string_unit))
-    escaping = _string_escaping(session, head, tail)
     return Located(unit.start - call_start, unit.end - call_start,
                    KeyValueArguments(unit.separator, tuple(forms), escaping))
 
