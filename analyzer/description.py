@@ -196,8 +196,8 @@ class Results:
 
     kind: ClassVar[str] = "results"
     role: str  # role of the message the client sends: "tool"
-    open: str  # text before a result
-    close: str  # text after a result
+    open: Pattern  # text before a result; ``name`` and ``id`` fields where the template writes them
+    close: Pattern  # text after a result
     separator: str | Unknown  # between two consecutive results
     carries_id: bool
     carries_name: bool

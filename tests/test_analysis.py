@@ -48,7 +48,7 @@ def test_chatml_json_call_in_tags(described):
     assert d.turn.generation_prompt == "<|im_start|>assistant\n"
     assert d.turn.stop == ("<|im_end|>",)
     assert isinstance(d.results, Results)
-    assert "<tool_response>" in d.results.open and d.results.linked_by == "order"
+    assert "<tool_response>" in pattern_text(d.results.open) and d.results.linked_by == "order"
 
 
 def test_array_of_json_calls_with_nine_character_ids(described):
@@ -206,3 +206,9 @@ def test_every_corpus_template_analyses_with_jinja2(corpus_paths):
     # The one known difference (see the engine notes): jinja2 cannot ``tojson`` the lazy ``map()``
     # this template builds (transformers fails the same way), so it renders no call there.
     assert differ == {"llama-cpp-deepseek-r1": ("none", "tag-json")}
+
+
+def test_result_wrapper_names_the_tool_as_a_field(described):
+    d = described("openai-gpt-oss-120b")
+    assert pattern_text(d.results.open) == "<|start|>functions.{name} to=assistant<|channel|>commentary<|message|>\""
+    assert d.results.linked_by == "name"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from analyzer.description import Results, Unknown
-from analyzer.diff import added_text, repeated_unit
+from analyzer.description import Field
+from analyzer.detect.arguments import build_pattern
+from analyzer.diff import added_text, find_all, repeated_unit
 from analyzer.detect.turn import MARKER
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
@@ -75,10 +77,11 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
 
     open_text, close_text = _wrapper(one, added, stops)
     rendered_as = _rendered_as(session, one, open_text, stops)
+    id1 = form.ids()[0]
     return Results(
         role="tool",
-        open=open_text,
-        close=close_text,
+        open=_with_fields(open_text, id1),
+        close=_with_fields(close_text, id1),
         separator=separator,
         carries_id=carries_id,
         carries_name=carries_name,
@@ -86,6 +89,13 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
         linked_by="id" if carries_id else "name" if carries_name else "order",
         rendered_as=rendered_as,
     )
+
+
+def _with_fields(text: str, call_id: str) -> tuple:
+    """The wrapper as a pattern: the tool name and the call id it writes are fields, not literal text."""
+    spans = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
+    spans += [(i, i + len(call_id), Field("id")) for i in find_all(text, call_id)]
+    return build_pattern(text, spans)
 
 
 def _rendered_as(session: Session, render: str, open_text: str, stops: tuple[str, ...]) -> str:
