@@ -200,11 +200,13 @@ def _no_arguments(session: Session, turn: Turn, pattern: tuple[Part, ...], secti
         if opened != -1:
             start = opened + len(section_open.strip())
     last_literal = pattern[-1].text if pattern and isinstance(pattern[-1], Text) else ""
+    # The turn ends at its first stop string after the call; the call ends before that.
+    limit = min([at for at in (output.find(stop, name_at) for stop in turn.stop) if at != -1] or [len(output)])
     end = -1
     if section_close.strip():
-        end = output.find(section_close.strip(), name_at)
+        end = output.find(section_close.strip(), name_at, limit)
     if end == -1 and last_literal.strip():
-        end = output.find(last_literal.strip(), name_at)
+        end = output.rfind(last_literal.strip(), name_at, limit)
         end = end + len(last_literal.strip()) if end != -1 else -1
     if end == -1:
         start, end, _ = calls_region(session, (call,), output, turn)
