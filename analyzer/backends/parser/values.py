@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import warnings
 from typing import Any
 
 INCOMPLETE = -1
@@ -84,7 +85,9 @@ def decode(text: str, *, python: bool = False) -> Any:
     except ValueError:
         pass
     try:
-        return ast.literal_eval(text.strip())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes in model text are not our warnings
+            return ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         pass
     repaired = text.replace("True", "true").replace("False", "false").replace("None", "null")

@@ -1,0 +1,101 @@
+"""Property tests: random and mutated model outputs never raise, streaming in any chunks equals the
+batch parse, and plain text is kept whole as content."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analyzer.backends.parser import Parser, apply
+from analyzer.backends.parser.message import Message
+from analyzer.description import Calls, loads
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_parser_roundtrip import CASES, TOOLS, compile_for, model_output  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
+DESCRIPTIONS = [d for d in (loads(p.read_text(encoding="utf-8")) for p in sorted(GOLDEN.glob("*.json")))
+                if isinstance(d.calls, Calls)]
+# A spread of format classes, so the property runs stay quick.
+SAMPLE = [d for d in DESCRIPTIONS if d.template.name in {
+    "Qwen-Qwen2.5-7B-Instruct", "Qwen3-Coder", "moonshotai-Kimi-K2", "mistralai-Mistral-Nemo-Instruct-2407",
+    "LFM2.5-8B-A1B", "google-gemma-4-31B-it", "openai-gpt-oss-120b", "Qwen3.5-4B", "GLM-4.7-Flash",
+    "meta-llama-Llama-3.1-8B-Instruct", "deepseek-ai-DeepSeek-V3.2", "upstage-Solar-Open-100B"}]
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def outputs(corpus_dir):
+    """Real model outputs (the template's own renders) per template, to mutate."""
+    found = {}
+    for description in SAMPLE:
+        compiled = compile_for(description, corpus_dir)
+        texts = []
+        for case in ("one call", "parallel calls", "unicode and multi-line"):
+            content, calls = CASES[case]
+            try:
+                texts.append(model_output(description, compiled, content, calls))
+            except Exception:  # noqa: BLE001 - a case the template cannot render
+                continue
+        found[description.template.name] = texts
+    return found
+
+
+def stream_parse(parser: Parser, text: str, cuts: list[int]) -> Message:
+    message = Message()
+    stream = parser.stream()
+    previous = 0
+    for cut in sorted(set(c % (len(text) + 1) for c in cuts)) + [len(text)]:
+        for delta in stream.feed(text[previous:cut]):
+            apply(message, delta)
+        previous = cut
+    for delta in stream.finish():
+        apply(message, delta)
+    return message
+
+
+@pytest.mark.parametrize("description", SAMPLE, ids=lambda d: d.template.name)
+@SETTINGS
+@given(data=st.data())
+def test_mutated_outputs_never_raise_and_stream_equals_batch(description, outputs, data):
+    texts = outputs[description.template.name]
+    if not texts:
+        pytest.skip("no rendered output")
+    text = data.draw(st.sampled_from(texts))
+    # Mutations: cut the text short, delete a slice, or insert random text somewhere.
+    kind = data.draw(st.sampled_from(["truncate", "delete", "insert", "none"]))
+    if kind == "truncate":
+        text = text[:data.draw(st.integers(0, len(text)))]
+    elif kind == "delete" and text:
+        a = data.draw(st.integers(0, len(text) - 1))
+        b = data.draw(st.integers(a, min(len(text), a + 12)))
+        text = text[:a] + text[b:]
+    elif kind == "insert":
+        at = data.draw(st.integers(0, len(text)))
+        text = text[:at] + data.draw(st.text(max_size=8)) + text[at:]
+    parser = Parser(description, TOOLS)
+    batch = parser.parse(text)
+    cuts = data.draw(st.lists(st.integers(0, 10_000), max_size=12))
+    assert stream_parse(parser, text, cuts).to_dict() == batch.to_dict()
+    json.dumps(batch.to_dict())  # always serialisable
+
+
+PLAIN = st.text(alphabet=st.characters(blacklist_characters="<>[]{}|\\`", blacklist_categories=("Cs",)),
+                min_size=1, max_size=80)
+
+
+@pytest.mark.parametrize("description", SAMPLE, ids=lambda d: d.template.name)
+@SETTINGS
+@given(text=PLAIN)
+def test_plain_text_is_kept_whole_as_content(description, text):
+    parser = Parser(description, [])
+    message = parser.parse(text)
+    # Text with no marker characters is content; reasoning only when the prompt opened it.
+    kept = (message.content or "") + message.reasoning_content
+    assert kept.split() == text.split() or "".join(kept.split()) == "".join(text.split())
+    assert not message.tool_calls
