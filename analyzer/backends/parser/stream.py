@@ -59,6 +59,10 @@ class StreamParser:
         self._matcher = CallMatcher(self._calls.call, self.tools, tuple(closers)) if self._calls else None
         self._alt_matcher = (CallMatcher(self._calls.no_arguments, self.tools, tuple(closers))
                              if self._calls and self._calls.no_arguments else None)
+        last = self._calls.call[-1] if self._calls and self._calls.call else None
+        ender = getattr(last, "text", "")
+        # The character that completes a call: the last of its closing marker, else of a JSON value.
+        self._call_ender_last = ender[-1] if ender else ""
         self._watch = self._content_markers()
         self._longest = max((len(w) for w in self._watch), default=1)
 
@@ -69,6 +73,8 @@ class StreamParser:
         self._buf = ""
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
+        if self._state == _CALL and self._call_ender_last and self._call_ender_last not in chunk:
+            return []  # a call can only end with the last character of its closing text
         return self._run(final=False)
 
     def finish(self) -> list[Delta]:
@@ -234,6 +240,10 @@ class StreamParser:
             return None
         word = calls.trigger.word
         start = self._scan_from
+        last = calls.call[-1] if calls.call else None
+        ender = getattr(last, "text", None)
+        if ender and not final and self._buf.find(ender, start) == -1 and self._buf.find(word, start) != -1:
+            return NEED  # a call may be under way: wait for the text that ends one before matching
         while True:
             at = self._buf.find(word, start)
             if at == -1 or (close_at != -1 and at > close_at):
@@ -462,10 +472,10 @@ class StreamParser:
             if step is NEED:
                 return
             if isinstance(step, int):
-                peek = self._matcher.match(buf, step, final) if self._matcher else None
-                if peek is NEED and not final:
+                opens = self._opens_call(buf, step, final)
+                if opens is NEED:
                     return
-                if peek is not None and not isinstance(peek, Mismatch) and peek is not NEED:
+                if opens:
                     self._consume(step)
                     self._call_start = 0
                     self._state = _CALL
@@ -486,6 +496,39 @@ class StreamParser:
         self._in_section = False
         self._content_started = False
         self._state = _CONTENT
+
+    def _opens_call(self, buf: str, i: int, final: bool):
+        """Whether a call starts at ``i``, judged by its opening alone (its leading markers, a tool
+        name, or a JSON object's first key), so that waiting for the next call costs nothing per chunk."""
+        assert self._calls is not None
+        j = skip_ws(buf, i)
+        lead = []
+        for part in self._calls.call:
+            if not hasattr(part, "text"):
+                break
+            lead.append(part)
+        if lead:
+            step = match_literal(buf, j, tuple(lead), final)
+            return NEED if step is NEED else isinstance(step, int)
+        first = self._calls.call[0] if self._calls.call else None
+        if isinstance(first, Name):
+            names = list(self.tools)
+            rest = buf[j:j + 64]
+            if any(rest.startswith(name) for name in names):
+                return True
+            if not final and any(name.startswith(rest) for name in names) and len(rest) < 64:
+                return NEED
+            if not names:
+                return bool(re.match(r"[A-Za-z_]", rest)) if rest else (NEED if not final else False)
+            return False
+        if j >= len(buf):
+            return NEED if not final else False
+        if buf[j] != "{":
+            return False
+        head = buf[j:j + 40]
+        if re.match(r'\{\s*"', head):
+            return True
+        return NEED if not final and len(head.strip()) < 3 else False
 
     # ------------------------------------------------------------------ calls and errors
 
