@@ -9,7 +9,7 @@ in its own words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 
 from analyzer.description import Capability
@@ -69,6 +69,7 @@ def probe(session: Session) -> Probe:
     chosen: v.InputForm | None = None
     chosen_output: str | Failed = Failed("no form tried", False)
     first_failure: Failed | None = None
+    rendered_without_call = False
     for as_string, content, id_form, descriptions in product(
             (False, True), ("", None), tuple(v.ID_FORMS), (True, False)):
         if (id_form, descriptions) != (base.id_form, base.tool_descriptions) and first_failure is None:
@@ -83,6 +84,19 @@ def probe(session: Session) -> Probe:
             break
         if isinstance(output, Failed) and first_failure is None:
             first_failure = output
+        if isinstance(output, str):
+            rendered_without_call = True
+    if chosen is None and not session.follow_up and rendered_without_call:
+        # Every form renders, none writes the call: the template may drop a final assistant message's
+        # calls (a prefill) and write them once another message follows.
+        session.follow_up = True
+        followed = _call_output(session, base)
+        if _renders_call(followed):
+            found = probe(session)
+            return replace(found, warnings=found.warnings + (
+                "calls are written only when another message follows them (a final assistant message is "
+                "treated as a prefill); analysed with a user message after the calls",))
+        session.follow_up = False
     if chosen is None:
         # No form writes a call: keep the plainest form for the rest of the analysis.
         chosen = base

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.diff import common_prefix_len, marker_start
+from analyzer.diff import common_prefix_len, common_suffix_len, marker_start
 from analyzer.errors import RenderError
 from analyzer.render import variants as v
 from analyzer.render.engines import CompiledTemplate
@@ -35,10 +35,14 @@ class Session:
         self.extra = dict(extra or {})
         self._cache: dict[str, str | Failed] = {}
         self.render_count = 0
+        # Some templates treat a final assistant message as a prefill and leave its calls out; then
+        # calls are read from renders where a user message follows them.
+        self.follow_up = False
 
     def with_form(self, form: v.InputForm) -> "Session":
         other = Session(self.compiled, form, extra=self.extra)
         other._cache = self._cache  # keys hold everything a form changes in a render
+        other.follow_up = self.follow_up
         return other
 
     def render(self, messages: list[dict[str, Any]], *, tools: bool = True, generation_prompt: bool = False,
@@ -69,10 +73,27 @@ class Session:
         prompt = self.prompt(tools=tools)
         if isinstance(prompt, Failed):
             return prompt
+        if self.follow_up and message.get("tool_calls"):
+            return self._output_followed(message, prompt, tools)
         full = self.history(message, tools=tools)
         if isinstance(full, Failed):
             return full
         return full[self.cut(prompt, full):]
+
+    def _output_followed(self, message: dict[str, Any], prompt: str, tools: bool) -> str | Failed:
+        """The message's output read from a render where a user message follows it, up to where that
+        user turn's header begins (the header is what the opening render writes before a user message)."""
+        full = self.history(message, v.user(v.USER_TEXT2), tools=tools)
+        if isinstance(full, Failed):
+            return full
+        output = full[self.cut(prompt, full):]
+        output = output[:output.rfind(v.USER_TEXT2)]
+        opening = self.render(v.opening(self.form), tools=tools)
+        if isinstance(opening, str) and v.USER_TEXT in opening:
+            before_user = opening[:opening.rfind(v.USER_TEXT)]
+            header = common_suffix_len(output, before_user)
+            output = output[:marker_start(output, len(output) - header)]
+        return output
 
     @staticmethod
     def cut(prompt: str, full: str) -> int:
