@@ -17,6 +17,7 @@ import click
 from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template
 from analyzer.backends.parser import Parser
+from analyzer.backends.parser.codegen import generate_parser_module
 from analyzer.description import dumps, to_dict
 from analyzer.errors import AnalyzerError, InputError, RenderError
 from analyzer.render.engines import DEFAULT_ENGINE, ENGINES, compile_template
@@ -146,6 +147,30 @@ def parse(template: str, tools_file: str | None, stream: bool, jsonl: bool, engi
         click.echo(json.dumps({"message": session.message.to_dict()}, ensure_ascii=False))
         return
     click.echo(json.dumps(parser.parse(sys.stdin.read()).to_dict(), ensure_ascii=False, indent=2))
+
+
+@cli.command("parser")
+@click.argument("template")
+@click.option("-o", "--output", required=True, help="File to write the module to (- for stdout).")
+@click.option("--tools", "tools_file", default=None,
+              help="JSON file with the tools list: the module's default tools (to validate calls).")
+@click.option("--thinking/--no-thinking", default=None,
+              help="The enable_thinking value prompts are rendered with (default: the template's own).")
+@engine_option
+@variant_option
+def parser_module(template: str, output: str, tools_file: str | None, thinking: bool | None, engine: str,
+                  variant: str | None) -> None:
+    """Write a standalone Python parser module for TEMPLATE (standard library only)."""
+    tools = _read_tools(tools_file)
+    source = generate_parser_module(analyze_template(_load(template, variant), engine=engine), tools,
+                                    thinking=thinking)
+    if output == "-":
+        click.echo(source, nl=False)
+        return
+    try:
+        Path(output).write_text(source, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write the parser module: {exc.strerror or exc}") from None
 
 
 @cli.group()

@@ -2,12 +2,15 @@
 
 The generated module is the library's own parser, assembled from its source so it cannot drift from
 it: the streaming core (``stream.py``) and every top-level definition it reaches, through ``match.py``,
-``values.py``, ``message.py``, ``lower.py`` and ``description.py``, found with ``ast`` (names a
-definition reads when it runs; annotations are lazy strings under ``from __future__ import
-annotations`` and pull in nothing but the standard-library imports they name). The ``from analyzer``
-imports go; the standard-library imports stay; nothing else may be imported, anywhere, or generation
-fails naming the definition. The one piece swapped out is ``stream._validate``, which uses jsonschema:
-the module gets a small built-in validator instead (``_VALIDATOR``, same signature, same error kinds).
+``values.py``, ``message.py``, ``lower.py`` and ``description.py``, found with ``ast`` from the names
+each definition reads when it runs, copied as written, in the order importing the library runs them.
+Types named only in annotations (lazy under ``from __future__ import annotations``) come along where
+they are standalone too, so every name is defined. The ``from analyzer`` imports go; the
+standard-library imports stay; nothing else may be imported, anywhere, or generation fails naming the
+definition. Two definitions with one name (or one taken by the generated API) are told apart by a
+``__module`` suffix, renamed token by token and checked against the syntax tree. The one piece
+swapped out is ``stream._validate``, which uses jsonschema: the module gets a small built-in validator
+instead (``_VALIDATOR``, same parameters, same error kinds and wording for the keywords it checks).
 
 The template's output shape is embedded as data (a Python literal of plain values, one dict per node
 named by ``__class__``) and rebuilt into the same frozen dataclasses when the module is imported.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -303,13 +307,14 @@ class _Definition:
     """One top-level statement of a module that binds names (a def, a class, an assignment)."""
 
     module: str
-    position: int
+    position: float
     names: tuple[str, ...]
     text: str
     node: ast.stmt
     loads: frozenset[str]  # global names read when it runs
     annotation_loads: frozenset[str]  # names read only in annotations
     gap: int = 2  # blank lines between it and the statement before it, in the source
+    nested_imports: tuple[tuple[int, str], ...] = ()  # (line, module) of imports inside it
 
 
 @dataclass(slots=True)
@@ -350,14 +355,22 @@ def _read_module(name: str) -> _Module:
 
 
 def _parse_module(name: str, display: str, source: str, package: str) -> _Module:
+    """A module's imports and top-level definitions (a fresh copy: callers may change it)."""
+    parsed = _parse_source(name, display, source, package)
+    return dataclasses.replace(parsed, definitions=list(parsed.definitions), defined=dict(parsed.defined),
+                               analyzer_imports=dict(parsed.analyzer_imports), imports=dict(parsed.imports),
+                               foreign=dict(parsed.foreign), module_order=list(parsed.module_order))
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_source(name: str, display: str, source: str, package: str) -> _Module:
     tree = ast.parse(source, filename=display)
     lines = source.splitlines()
     result = _Module(name, display)
     for position, node in enumerate(tree.body):
         where = f"{display}:{node.lineno}"
-        if position == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
-                and isinstance(node.value.value, str):
-            continue  # the module docstring
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the module docstring, or a string standing as a comment
         if isinstance(node, ast.ImportFrom):
             target = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
                 if node.level else node.module or ""
@@ -422,8 +435,14 @@ def _definition(module: str, position: int, names: tuple[str, ...], node: ast.st
         gap += 1
     names_read = _Names()
     names_read.visit(node)
+    nested: list[tuple[int, str]] = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Import):
+            nested += [(inner.lineno, alias.name) for alias in inner.names]
+        elif isinstance(inner, ast.ImportFrom):
+            nested.append((inner.lineno, "." if inner.level else inner.module or ""))
     return _Definition(module, position, names, text, node, frozenset(names_read.loads),
-                       frozenset(names_read.annotations), gap)
+                       frozenset(names_read.annotations), gap, tuple(nested))
 
 
 class _Names(ast.NodeVisitor):
@@ -616,15 +635,12 @@ def _replace(module: _Module, name: str, source: str) -> None:
     if _parameters(new.node) != _parameters(original.node):
         raise CodegenError(f"{module.display}: {name}{_parameters(original.node)} changed its parameters; "
                            f"the built-in replacement takes {_parameters(new.node)}: update codegen.py")
-    index = module.definitions.index(original)
     del module.defined[name]
-    added = []
+    module.definitions.remove(original)
     for offset, definition in enumerate(replacement.definitions):
-        definition.position = original.position + offset / (len(replacement.definitions) + 1)
-        added.append(definition)
-    module.definitions[index:index + 1] = []
-    for definition in added:
-        module.add(definition)
+        # In the replaced function's place, in their own order.
+        module.add(dataclasses.replace(definition, position=original.position + offset / len(replacement.definitions),
+                                       gap=original.gap if offset == 0 else definition.gap))
     module.definitions.sort(key=lambda d: d.position)
 
 
@@ -633,10 +649,12 @@ def _parameters(node: ast.FunctionDef) -> tuple[str, ...]:
     return tuple(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
 
 
-def _closure(library: _Library, roots: list[Key]) -> tuple[dict[Key, _Definition], dict[str, _Import]]:
-    """Every definition the roots reach, and the standard-library imports they name."""
-    included: dict[Key, _Definition] = {}
-    imports: dict[str, _Import] = {}
+def _closure(library: _Library, roots: list[Key], included: dict[Key, _Definition] | None = None,
+             imports: dict[str, _Import] | None = None) -> tuple[dict[Key, _Definition], dict[str, _Import]]:
+    """Every definition the roots reach when they run, and the standard-library imports they name
+    (added to copies of ``included`` and ``imports``)."""
+    included = dict(included or {})
+    imports = dict(imports or {})
     work = list(reversed(roots))
     while work:
         key = work.pop()
@@ -663,17 +681,34 @@ def _closure(library: _Library, roots: list[Key]) -> tuple[dict[Key, _Definition
     return included, imports
 
 
+def _with_annotation_types(library: _Library, included: dict[Key, _Definition],
+                           imports: dict[str, _Import]) -> tuple[dict[Key, _Definition], dict[str, _Import]]:
+    """Add the definitions annotations name (type aliases such as ``Literal``, classes), so every name
+    in the module is defined; one that cannot be made standalone is left out (annotations are never
+    evaluated, so nothing breaks)."""
+    tried: set[Key] = set()
+    while True:
+        wanted: set[Key] = set()
+        for definition in included.values():
+            for name in definition.annotation_loads:
+                kind, value = library.resolve(definition.module, name)
+                if kind == "definition" and value not in included and value not in tried:
+                    wanted.add(value)
+        if not wanted:
+            return included, imports
+        for key in sorted(wanted):
+            tried.add(key)
+            try:
+                included, imports = _closure(library, [key], included, imports)
+            except CodegenError:
+                pass
+
+
 def _check_nested_imports(definition: _Definition, display: str) -> None:
-    for node in ast.walk(definition.node):
-        modules: list[str] = []
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            modules = ["." if node.level else node.module or ""]
-        for module in modules:
-            if module == "." or not _is_stdlib(module):
-                raise CodegenError(f"{display}:{node.lineno}: {definition.names[0]} imports {module!r} inside "
-                                   "a function: a generated parser can only import the standard library")
+    for lineno, module in definition.nested_imports:
+        if module == "." or not _is_stdlib(module):
+            raise CodegenError(f"{display}:{lineno}: {definition.names[0]} imports {module!r} inside "
+                               "a function: a generated parser can only import the standard library")
 
 
 def _add_import(imports: dict[str, _Import], found: _Import) -> None:
@@ -694,9 +729,10 @@ def _import_lines(imports: dict[str, _Import]) -> list[str]:
 
 def _final_names(ordered: list[_Definition], taken: set[str]) -> dict[Key, str]:
     """The name each definition has in the generated module: its own, unless another binding (the
-    generated API, an import, a same-named definition of another module) has it already."""
+    generated API, an import, a same-named definition of another module) has it already. Modules
+    nearer the parser choose first, so the parser's own text changes least."""
     final: dict[Key, str] = {}
-    for definition in ordered:
+    for definition in reversed(ordered):
         short = definition.module.rpartition(".")[2]
         for name in definition.names:
             chosen = name if name not in taken else f"{name}__{short}"
@@ -721,8 +757,14 @@ def _renames_for(library: _Library, module_name: str, names: set[str], final: di
 def _rename(text: str, renames: dict[str, str], where: str) -> str:
     """Rewrite names in source text, token by token (never inside strings or comments, never after a
     dot); refused unless the syntax tree changes exactly as renaming those variables would."""
-    if not renames:
+    if not any(name in text for name in renames):
         return text
+    return _renamed(text, tuple(sorted(renames.items())), where)
+
+
+@functools.lru_cache(maxsize=256)
+def _renamed(text: str, rename_items: tuple[tuple[str, str], ...], where: str) -> str:
+    renames = dict(rename_items)
     lines = text.splitlines(keepends=True)
     edits = []
     previous = None
@@ -802,7 +844,9 @@ def _shape_data(shape: OutputShape) -> tuple[Any, list[Key]]:
 
 
 def _literal(value: Any) -> str:
-    text = pprint.pformat(value, width=110, sort_dicts=False)
+    """A Python literal of plain values, in ASCII (other characters escaped inside their strings), so
+    the module reads the same whatever encoding a file is saved or read in."""
+    text = pprint.pformat(value, width=96, sort_dicts=False).encode("ascii", "backslashreplace").decode("ascii")
     if ast.literal_eval(text) != value:
         raise CodegenError("a value does not survive as a Python literal")
     return text
@@ -826,7 +870,7 @@ def _version() -> str:
 
 
 def _docstring(template: str, version: str, sources: list[str]) -> str:
-    name = repr(template).replace("\\", "\\\\").replace('"', '\\"')
+    name = ascii(template).replace("\\", "\\\\").replace('"', '\\"')
     listed = textwrap.fill(", ".join(sources), width=100, break_on_hyphens=False)
     return f'''"""Tool-call parser for the chat template {name}, generated by template-analyzer {version}.
 
@@ -858,7 +902,7 @@ def generate_parser_module(description: FormatDescription | OutputShape, tools: 
     library = _Library()
     shape_data, shape_classes = _shape_data(shape)
     roots = list(_ROOTS) + shape_classes
-    included, imports = _closure(library, roots)
+    included, imports = _with_annotation_types(library, *_closure(library, roots))
 
     wrapper = _parse_module("<generated>", "<generated>", _WRAPPER, "")
     for found in wrapper.imports.values():
@@ -892,14 +936,21 @@ def generate_parser_module(description: FormatDescription | OutputShape, tools: 
 
     classes = "{\n" + "".join(f"    {name!r}: {name},\n" for name in sorted(final[key] for key in shape_classes)) + "}"
     filled = {
-        "__TEMPLATE__": repr(shape.template),
+        "__TEMPLATE__": ascii(shape.template),
         "__TOOLS__": _literal(_tools_data(tools)),
         "__SHAPE_DATA__": _literal(_rename_classes(shape_data, final, shape_classes)),
         "__SHAPE_CLASSES__": classes,
         "__CORE__": final[_ROOTS[0]],
     }
+    body = _wrapper_body()
+
+    def fill(found: re.Match[str]) -> str:
+        # Continuation lines line up under the first (the text put in is brackets and quoted strings).
+        column = found.start() - body.rfind("\n", 0, found.start()) - 1
+        return filled[found.group()].replace("\n", "\n" + " " * column)
+
     # One pass, so no placeholder is looked for inside the text put in (a tool description may say anything).
-    api = re.sub("|".join(filled), lambda m: filled[m.group()], _wrapper_body())
+    api = re.sub("|".join(filled), fill, body)
     parts = [
         _docstring(shape.template, _version(), sources),
         "\n".join(_import_lines(imports)),
