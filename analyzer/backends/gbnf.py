@@ -1,49 +1,58 @@
 """GBNF grammar for a model's tool calls, from the output shape, with what llama-server needs to apply it.
 
 ``to_grammar(shape, tools, tool_choice=..., parallel=...)`` prints the calls section of the shape
-for the declared tools: the section opener, one call per tool as alternatives (each part of the
-call by its own method, ``_Builder.part`` dispatching on the part's kind), further calls after the
+for the declared tools: the section opener, one call (the tools as alternatives, each part of a call
+by its own method, ``_Builder.part`` dispatching on the part's kind), further calls after the
 separator when parallel calls are allowed, and the section closer.
 
 - ``tool_choice="auto"``: a lazy grammar. The model writes freely until the trigger (the first
-  marker of the calls, or a regex when calls open with bare JSON or the tool's name); the grammar
-  holds from there.
-- ``"required"`` or a tool's name: an eager grammar from the first byte of the output: an optional
-  reasoning block, then the calls section (only that tool's calls for a name).
+  marker of the calls, or a regex when calls open with bare JSON or with the tool's name); the
+  grammar holds from there.
+- ``"required"`` or a tool's name: an eager grammar from the first byte of the output: what every
+  turn starts with (the shape's prefix) and a reasoning block, each optional, then the calls section
+  (only that tool's calls for a name).
 - ``"none"``: no grammar.
 
 Whitespace: a marker may have whitespace before/after it where the template wrote some (required
-only between two word characters); JSON values may have it around them. Raw argument text (written
-as is, up to the literal that ends it) is one terminal that ends with that literal, so a greedy
-lexer (llguidance's) cannot run past it or stop inside it.
+only between two word characters); a JSON value may have it around it. Raw argument text (written
+as is, up to the literal that ends it) is one rule that takes that literal in, so it cannot end early
+nor run past it. Like the schema rules (see ``json_schema_gbnf``), the structure of calls is written
+inline and only tokens are named rules, so GBNF readers that lex (llguidance) read it as llama.cpp does.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Union
 
-from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules, char_class, group, literal, seq
-from analyzer.description import ArgumentForm, Field, Text
+from analyzer.backends.json_schema_gbnf import (
+    PythonRules, Rules, SchemaRules, char_class, choice, group, literal, optional, ordered, seq,
+)
+from analyzer.description import ArgumentForm, Text
 from analyzer.errors import InputError
 from analyzer.lower import (
     CallId, CallsShape, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape, Part,
     UnsupportedFormat, needs_space, split_markers,
 )
 
-# llama-server's grammar trigger types. A token trigger (0) needs the token's id, which only the
-# server knows; it turns a one-token word into one itself.
-TRIGGER_TOKEN, TRIGGER_WORD, TRIGGER_PATTERN, TRIGGER_PATTERN_FULL = 0, 1, 2, 3
+# llama-server's grammar trigger types. A token trigger (type 0) needs the token's id, which only the
+# server knows; it makes one itself of a word that is a single token.
+TRIGGER_WORD, TRIGGER_PATTERN, TRIGGER_PATTERN_FULL = 1, 2, 3
 
 _DIGITS = "[0-9]{1,9}"
 _ALNUM9 = "[A-Za-z0-9]{9}"
+_ID_SAMPLE = "<id>"
+_SPACES = re.compile(r"\s+")
+_QUOTED_DIGITS = re.compile(r'"([0-9]+)"')
 
 
 @dataclass(frozen=True, slots=True)
 class GrammarTrigger:
-    """Where a lazy grammar starts. ``type``: 1 a literal word anywhere, 2 a regex anywhere, 3 a
-    regex the whole output so far must match; the grammar holds from the regex's first group."""
+    """Where a lazy grammar starts: ``type`` 1, a literal word anywhere in the output; 2, a regex
+    anywhere; 3, a regex the whole output so far must match. The grammar holds from the word, the
+    regex's first capturing group, or else the start of its match."""
 
     type: int
     value: str
@@ -58,7 +67,7 @@ class Grammar:
     stops: tuple[str, ...]
 
     def to_llama_server(self) -> dict[str, Any]:
-        """The fields of a llama-server ``/completion`` request that apply this grammar."""
+        """The fields of a llama-server completion request that apply this grammar."""
         return {
             "grammar": self.text,
             "grammar_lazy": self.lazy,
@@ -70,25 +79,24 @@ class Grammar:
 
 def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: str = "auto",
                parallel: bool = True) -> Grammar | None:
-    """The grammar for ``tools`` called in ``shape``'s format; None for ``tool_choice="none"``."""
+    """The grammar for calls of ``tools`` in ``shape``'s format; None for ``tool_choice="none"``."""
     if tool_choice == "none":
         return None
     if shape.calls is None:
         raise UnsupportedFormat(f"{shape.template}: the template writes no tool calls, so no grammar constrains them")
     declared = _declared_tools(tools)
     if tool_choice not in ("auto", "required"):
-        declared = [tool for tool in declared if tool.name == tool_choice]
-        if not declared:
-            names = ", ".join(tool.name for tool in _declared_tools(tools))
-            raise InputError(f"tool_choice {tool_choice!r} is not one of the declared tools ({names})")
+        chosen = [tool for tool in declared if tool.name == tool_choice]
+        if not chosen:
+            names = ", ".join(tool.name for tool in declared)
+            raise InputError(f"tool_choice {tool_choice!r} is none of the declared tools ({names})")
+        declared = chosen
     builder = _Builder(shape, shape.calls)
     section = builder.section(declared, parallel)
-    lazy = tool_choice == "auto"
-    if lazy:
-        root, triggers = section, (_trigger(shape.calls, declared),)
-    else:
-        root, triggers = builder.eager(section), ()
-    return Grammar(builder.rules.text(root), lazy, triggers, shape.markers(), shape.stops)
+    if tool_choice == "auto":
+        return Grammar(builder.rules.text(section), True, (_trigger(shape, shape.calls, declared),),
+                       shape.markers(), shape.stops)
+    return Grammar(builder.rules.text(builder.eager(section)), False, (), shape.markers(), shape.stops)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,25 +116,28 @@ def _declared_tools(tools: list[dict[str, Any]]) -> list[_Tool]:
     for tool in tools:
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str) or not name:
+        if not isinstance(function, dict) or not isinstance(name, str) or not name:
             raise InputError(f"a tool without a name: {tool!r:.80}")
-        parameters = function.get("parameters") if isinstance(function.get("parameters"), dict) else {}
-        found.append(_Tool(name, parameters))
+        parameters = function.get("parameters")
+        found.append(_Tool(name, parameters if isinstance(parameters, dict) else {}))
     if not found:
         raise InputError("a grammar for tool calls needs at least one declared tool")
     return found
 
 
-def _trigger(calls: CallsShape, tools: list[_Tool]) -> GrammarTrigger:
+def _trigger(shape: OutputShape, calls: CallsShape, tools: list[_Tool]) -> GrammarTrigger:
     trigger = calls.trigger
     if trigger.word:
         return GrammarTrigger(TRIGGER_WORD, trigger.word)
     if trigger.pattern:
         return GrammarTrigger(TRIGGER_PATTERN, trigger.pattern)
     if trigger.at_start and calls.call and isinstance(calls.call[0], Name):
-        # The output opens with a tool's name: the grammar holds from the name on.
+        # The output opens with a tool's name, after what every turn starts with if the model wrote
+        # that: the grammar holds from the name on.
         names = "|".join(re.escape(tool.name) for tool in tools)
-        return GrammarTrigger(TRIGGER_PATTERN_FULL, rf"\s*((?:{names})[\s\S]*)")
+        prefix = r"\s*".join(re.escape(m.text) for m in shape.prefix)
+        head = rf"(?:{prefix}\s*)?" if prefix else ""
+        return GrammarTrigger(TRIGGER_PATTERN_FULL, rf"\s*{head}((?:{names})[\s\S]*)")
     raise UnsupportedFormat("the calls open with nothing a lazy grammar can be triggered by")
 
 
@@ -137,17 +148,19 @@ def _trigger(calls: CallsShape, tools: list[_Tool]) -> GrammarTrigger:
 class _Piece:
     """A GBNF expression in a sequence, with what may stand around it: ``lead``/``trail`` say whether
     whitespace may come before/after; ``first``/``last`` are its literal ends ("" when not literal),
-    to tell where whitespace must separate two words."""
+    to tell where whitespace must separate two words. ``sample``: what it writes for a call without
+    arguments, whitespace left out, to tell whether the no-argument pattern adds anything."""
 
     expr: str
     lead: bool = False
     trail: bool = False
     first: str = ""
     last: str = ""
+    sample: str = ""
 
 
 def _common(texts: list[str]) -> str:
-    return texts[0] if texts and all(text == texts[0] for text in texts) else ""
+    return texts[0] if all(text == texts[0] for text in texts) else ""
 
 
 class _Builder:
@@ -160,20 +173,15 @@ class _Builder:
 
     # ------------------------------------------------------------------ sequences
 
-    def gap(self, before: _Piece, after: _Piece) -> str:
-        """Whitespace between two pieces: none, optional, or required between two words."""
-        if not (before.trail or after.lead):
-            return ""
-        return self.rules.ws_required() if needs_space(before.last, after.first) else self.rules.ws()
-
     def tokens(self, pieces: list[_Piece]) -> list[str]:
-        """The pieces' expressions with the whitespace between them; empty pieces left out."""
-        pieces = [piece for piece in pieces if piece.expr]
+        """The pieces' expressions with whitespace between two where either allows it (required
+        between two words); empty pieces left out."""
+        kept = [piece for piece in pieces if piece.expr]
         out: list[str] = []
-        for i, piece in enumerate(pieces):
-            if i:
-                out.append(self.gap(pieces[i - 1], piece))
-            out.append(piece.expr)
+        for before, after in zip([None, *kept], kept):
+            if before is not None and (before.trail or after.lead):
+                out.append(self.rules.ws_required() if needs_space(before.last, after.first) else self.rules.ws())
+            out.append(after.expr)
         return out
 
     def join(self, pieces: list[_Piece]) -> _Piece:
@@ -181,13 +189,14 @@ class _Builder:
         kept = [piece for piece in pieces if piece.expr]
         if not kept:
             return _Piece("")
-        return _Piece(seq(*self.tokens(kept)), kept[0].lead, kept[-1].trail, kept[0].first, kept[-1].last)
+        return _Piece(seq(*self.tokens(kept)), kept[0].lead, kept[-1].trail, kept[0].first, kept[-1].last,
+                      "".join(piece.sample for piece in pieces))
 
-    def choice(self, hint: str, options: list[_Piece]) -> _Piece:
-        """Alternatives as one rule; whitespace may stand around it if it may around any of them."""
-        expr = self.rules.add(hint, " | ".join(dict.fromkeys(option.expr for option in options)))
-        return _Piece(expr, any(o.lead for o in options), any(o.trail for o in options),
-                      _common([o.first for o in options]), _common([o.last for o in options]))
+    def choice(self, options: list[_Piece]) -> _Piece:
+        """Alternatives: whitespace may stand around them if it may around any of them."""
+        return _Piece(choice(option.expr for option in options), any(o.lead for o in options),
+                      any(o.trail for o in options), _common([o.first for o in options]),
+                      _common([o.last for o in options]))
 
     def markers(self, markers: tuple[Marker, ...]) -> list[_Piece]:
         return [self.marker(m) for m in markers]
@@ -196,26 +205,35 @@ class _Builder:
 
     def section(self, tools: list[_Tool], parallel: bool) -> str:
         """Section opener, one call or (parallel) several joined by the separator, section closer."""
-        call = self.choice("call", [self.call(tool) for tool in tools])
-        body = call.expr
+        call = self.choice([self.call(tool) for tool in tools])
+        calls = call
         if parallel and self.calls.separator is not None:
             if self.calls.separator:
-                between = self.tokens([call, *self.markers(self.calls.separator), call])[1:]
+                between = self.tokens([call, *self.markers(self.calls.separator), call])[1:-1]
             else:  # whitespace or nothing between calls: the shape keeps no difference
-                between = [self.rules.ws(), call.expr]
-            # Right recursion, not a repetition: a rule that refers to itself is never one lexer
-            # terminal, which could not tell one more call from the section closer after it.
-            more = self.rules.recursive("more-calls", lambda name: group(seq(*between, name)) + "?")
-            body = seq(call.expr, more)
-        calls = _Piece(self.rules.add("calls", body), call.lead, call.trail, call.first, call.last)
+                between = [self.rules.ws()]
+            # Right recursion, not a repetition: a rule that refers to itself is parsed, never lexed
+            # as one terminal, which could not tell one more call from the section closer after it.
+            name = self.rules.recursive("calls", lambda name: seq(call.expr, optional(seq(*between, name))))
+            calls = replace(call, expr=name)
         return self.join([*self.markers(self.calls.section_open), calls, *self.markers(self.calls.section_close)]).expr
 
     def eager(self, section: str) -> str:
-        """From the first byte of the output: whitespace, an optional reasoning block, the calls."""
+        """From the first byte of the output: what every turn starts with (the shape's prefix) and a
+        reasoning block, each optional, then the calls. When the prompt opened reasoning, the output
+        starts inside it, and the prefix is what follows its close marker (Kimi-K3: the close, then
+        ``<|open|>response<|sep|>``)."""
         ws = self.rules.ws()
-        if self.shape.reasoning is None:
-            return seq(ws, section)
-        return seq(ws, group(seq(self.reasoning(), ws)) + "?", section)
+        reasoning = self.shape.reasoning
+        prefix = self.join(self.markers(self.shape.prefix)).expr
+        if reasoning is None:
+            return seq(ws, optional(seq(prefix, ws)), section)
+        if not reasoning.forced_open:
+            return seq(ws, optional(seq(prefix, ws)), optional(seq(self.reasoning(), ws)), section)
+        written, close = ("".join(m.text for m in markers) for markers in (self.shape.prefix, reasoning.close))
+        after = split_markers(written[len(close):]) if written.startswith(close) else []
+        rest = self.join(self.markers(tuple(after))).expr
+        return seq(ws, optional(seq(self.reasoning(), ws)), optional(seq(rest, ws)), section)
 
     def reasoning(self) -> str:
         """Open marker (absent when the prompt opened the block), text, close marker. The text may not
@@ -223,20 +241,27 @@ class _Builder:
         reasoning = self.shape.reasoning
         assert reasoning is not None
         close = reasoning.close
-        first = self.calls.section_open[:1] or [p for p in self.calls.call[:1] if isinstance(p, Marker)]
-        text = text_until(self.rules, "reasoning-text", close[0].text, tuple(m.text for m in first))
+        first = [m.text for m in self.calls.section_open[:1]] or [
+            p.text for p in self.calls.call[:1] if isinstance(p, Marker)]
+        text = text_until(self.rules, "reasoning-text", close[0].text, tuple(first))
         opening = [] if reasoning.forced_open else self.markers(reasoning.open)
-        if opening:  # the text takes the whitespace after the open marker
-            opening[-1] = _Piece(opening[-1].expr, opening[-1].lead, False, opening[-1].first, opening[-1].last)
+        if opening:  # the text takes the whitespace after the open marker in
+            opening[-1] = replace(opening[-1], trail=False)
         body = _Piece(text, trail=bool(close[0].trail), last=close[0].text)
-        return self.rules.add("reasoning", self.join([*opening, body, *self.markers(close[1:])]).expr)
+        return self.join([*opening, body, *self.markers(close[1:])]).expr
 
     def call(self, tool: _Tool) -> _Piece:
-        """One call of ``tool``: the call pattern, or the no-argument pattern for a tool without parameters."""
-        options = [self.sequence(self.calls.call, tool)]
-        if self.calls.no_arguments is not None and not tool.properties:
-            options.append(self.sequence(self.calls.no_arguments, tool))
-        return self.choice(f"call-{tool.name}", options)
+        """One call of ``tool``: the call pattern, or for a tool without parameters the no-argument
+        pattern, where it writes something else than the call pattern does with no arguments. (Where
+        it writes the same, it would only be a second spelling of the same call, which a lexing GBNF
+        reader can take the wrong way: its markers are longer tokens than the call pattern's.)"""
+        call = self.sequence(self.calls.call, tool)
+        if self.calls.no_arguments is None or tool.properties:
+            return call
+        bare = self.sequence(self.calls.no_arguments, tool)
+        if _same_call(bare.sample, call.sample):
+            return call
+        return self.choice([call, bare])
 
     def sequence(self, parts: tuple[Part, ...], tool: _Tool) -> _Piece:
         pieces = []
@@ -248,7 +273,7 @@ class _Builder:
     # ------------------------------------------------------------------ one method per part kind
 
     def part(self, part: Part, tool: _Tool, following: str) -> _Piece:
-        """``following``: the next marker's text, where argument text of unknown syntax stops."""
+        """``following``: the next marker's text, before which argument text of unknown syntax stops."""
         match part:
             case Marker():
                 return self.marker(part)
@@ -267,18 +292,19 @@ class _Builder:
         raise UnsupportedFormat(f"no grammar for call part {part!r}")
 
     def marker(self, part: Marker) -> _Piece:
-        return _Piece(literal(part.text), bool(part.lead), bool(part.trail), part.text, part.text)
+        return _Piece(literal(part.text), bool(part.lead), bool(part.trail), part.text, part.text, part.text)
 
     def name(self, tool: _Tool) -> _Piece:
-        return _Piece(literal(tool.name), first=tool.name, last=tool.name)
+        return _Piece(literal(tool.name), first=tool.name, last=tool.name, sample=tool.name)
 
     def call_id(self, part: CallId) -> _Piece:
         if part.form == "alnum9":
-            return _Piece(_ALNUM9)
-        return _Piece(char_class(' \t\n\r<>[]"', negated=True) + "+")
+            return _Piece(self.rules.add("call-id", _ALNUM9), sample=_ID_SAMPLE)
+        return _Piece(self.rules.add("call-id", char_class(' \t\n\r<>[]"', negated=True) + "+"), sample=_ID_SAMPLE)
 
     def index(self, part: Index) -> _Piece:
-        return _Piece(_DIGITS)
+        # Counted from part.base; the grammar takes any digits.
+        return _Piece(self.rules.add("index", _DIGITS), sample=str(part.base))
 
     def json_args(self, part: JsonArgs, tool: _Tool) -> _Piece:
         if part.encoding == "string":
@@ -287,23 +313,22 @@ class _Builder:
             expr = self.python.value(tool.parameters, f"{tool.name}-args")
         else:
             expr = self.json.value(tool.parameters, f"{tool.name}-args")
-        return _Piece(expr, lead=True, trail=True)  # a JSON text may have whitespace around it
+        # A JSON text may have whitespace around it.
+        return _Piece(expr, lead=True, trail=True, sample='"{}"' if part.encoding == "string" else "{}")
 
     def key_value_args(self, part: KeyValueArgs, tool: _Tool, following: str) -> _Piece:
         forms = {form.json_type: form for form in part.forms}
         required = set(tool.parameters.get("required") or ())
-        separator = self.separator(part.separator)
+        # A value that ends its pattern ends before the separator or, last, before the next marker.
+        stops = "".join(m.text[0] for m in split_markers(part.separator)[:1] + split_markers(following)[:1])
         members = []
         for key, schema in tool.properties.items():
             kind = _json_type(schema)
             form = forms.get(kind) or forms.get("string")
             if form is None:
                 raise UnsupportedFormat(f"no form for {kind} arguments ({tool.name}.{key})")
-            # A value that ends its pattern ends before the separator or, last, before the next marker.
-            stops = "".join(m.text[0] for m in split_markers(part.separator)[:1] + split_markers(following)[:1])
-            argument = self.argument(form, key, schema, f"{tool.name}-{key}", stops)
-            members.append((argument, key in required))
-        return _Piece(self.rules.ordered(f"{tool.name}-args", members, separator))
+            members.append((self.argument(form, key, schema, f"{tool.name}-{key}", stops), key in required))
+        return _Piece(ordered(members, self.separator(part.separator)))
 
     def json_call_object(self, part: JsonCallObject, tool: _Tool) -> _Piece:
         layout = part.layout
@@ -311,36 +336,39 @@ class _Builder:
             arguments = self.json.string()
         else:
             arguments = self.json.value(tool.parameters, f"{tool.name}-args")
+        empty: Any = "{}" if layout.arguments_encoding == "string" else {}
         if layout.name_is_key:
-            body = self.json_object({tool.name: arguments}, [tool.name])
-        else:
-            if not layout.name_path or not layout.arguments_path:
-                raise UnsupportedFormat("a JSON call without a name or arguments key")
-            tree: dict[str, Any] = {}
-            _put(tree, layout.name_path, self.json.constant(tool.name))
-            _put(tree, layout.arguments_path, arguments)
-            if layout.id_path:
-                form = self.shape.id_form
-                _put(tree, layout.id_path, f'"\\"" {_ALNUM9} "\\""' if form == "alnum9" else self.json.string())
-            if layout.index_path:
-                # Templates write the index as a number or as a string of digits ("0").
-                _put(tree, layout.index_path, f'{_DIGITS} | "\\"" {_DIGITS} "\\""')
-            for path, text in layout.constants:
-                _put(tree, path, literal(text))
-            order = [key for key in layout.key_order if key in tree] + [k for k in tree if k not in layout.key_order]
-            body = self.json_object(tree, order)
-        return _Piece(self.rules.add(f"{tool.name}-call", body), lead=True, trail=True, first="{", last="}")
+            sample = json.dumps({tool.name: empty}, separators=(",", ":"))
+            return _Piece(self.json_object({tool.name: arguments}, [tool.name]), True, True, "{", "}", sample)
+        if not layout.name_path or not layout.arguments_path:
+            raise UnsupportedFormat("a JSON call without a name or arguments key")
+        tree: dict[str, Any] = {}
+        written: dict[str, Any] = {}  # the same object as a call without arguments writes it
+        _put(tree, written, layout.name_path, self.json.constant(tool.name), tool.name)
+        _put(tree, written, layout.arguments_path, arguments, empty)
+        if layout.id_path:
+            _put(tree, written, layout.id_path, self.rules.add("json-call-id", f'"\\"" {_ALNUM9} "\\""')
+                 if self.shape.id_form == "alnum9" else self.json.string(), _ID_SAMPLE)
+        if layout.index_path:
+            # The layout does not say whether the index is a number or a string of digits ("0"):
+            # templates write both.
+            _put(tree, written, layout.index_path, self.rules.add("json-index", f'{_DIGITS} | "\\"" {_DIGITS} "\\""'),
+                 layout.index_base)
+        for path, text in layout.constants:
+            _put(tree, written, path, literal(text), json.loads(text))
+        order = [key for key in layout.key_order if key in tree] + [key for key in tree if key not in layout.key_order]
+        sample = json.dumps({key: written[key] for key in order}, separators=(",", ":"))
+        return _Piece(self.json_object(tree, order), True, True, "{", "}", sample)
 
     # ------------------------------------------------------------------ helpers of the part methods
 
     def json_object(self, tree: dict[str, Any], order: list[str]) -> str:
-        """An object with exactly these keys in this order; nested objects keep their keys' order."""
-        members = [self.json.member(self.json.key(key), group(self.json_object(tree[key], list(tree[key]))
-                                                             if isinstance(tree[key], dict) else tree[key]))
-                   for key in order]
-        body = seq(*(item for i, member in enumerate(members)
-                     for item in ((seq(literal(","), self.rules.ws()) if i else ""), member)))
-        return seq(literal("{"), self.rules.ws(), body, literal("}"))
+        """An object with exactly these keys in this order (nested objects: in the order they were
+        put), written inline: its members are the call's, not a token."""
+        members = [self.json.member(self.json.key(key), self.json_object(tree[key], list(tree[key]))
+                                    if isinstance(tree[key], dict) else tree[key]) for key in order]
+        comma = seq(literal(","), self.rules.ws())
+        return seq(literal("{"), self.rules.ws(), ordered([(m, True) for m in members], comma), literal("}"))
 
     def separator(self, text: str) -> str:
         """Between two arguments: the separator's markers, or whitespace when it is only that."""
@@ -355,35 +383,32 @@ class _Builder:
 
     def argument(self, form: ArgumentForm, key: str, schema: Any, hint: str, stops: str) -> str:
         """One argument by its form's pattern. ``stops``: the first characters of what may follow the
-        argument, where a value that ends the pattern stops when its syntax is not known."""
+        argument, before which a value that ends the pattern stops when its syntax is not known."""
         pieces: list[_Piece] = []
         pattern = form.pattern
         i = 0
         while i < len(pattern):
             item = pattern[i]
             after = pattern[i + 1] if i + 1 < len(pattern) else None
+            ends = split_markers(after.text) if isinstance(after, Text) else []
             if isinstance(item, Text):
                 pieces.extend(self.markers(tuple(split_markers(item.text))))
             elif item.name == "key":
                 pieces.append(_Piece(literal(key), first=key, last=key))
-            elif form.syntax == "raw" and isinstance(after, Text) and after.text.strip():
-                # Raw text runs to the next literal and takes it in: one terminal, ended by that literal.
-                ends = split_markers(after.text)
-                if pieces:  # whitespace after the literal before is the text's own
-                    last = pieces[-1]
-                    pieces[-1] = _Piece(last.expr, last.lead, False, last.first, last.last)
-                text = text_until(self.rules, "raw-text", ends[0].text)
-                pieces.append(_Piece(text, trail=bool(ends[0].trail), last=ends[0].text))
+            elif form.syntax == "raw" and ends:
+                # Raw text runs to the next literal and takes it in; whitespace around it is the text's.
+                if pieces:
+                    pieces[-1] = replace(pieces[-1], trail=False)
+                pieces.append(_Piece(text_until(self.rules, "raw-text", ends[0].text), trail=bool(ends[0].trail),
+                                     last=ends[0].text))
                 pieces.extend(self.markers(tuple(ends[1:])))
-                i += 2
-                continue
+                i += 1  # the literal after it is taken
             elif form.syntax in ("json", "python"):
                 rules = self.json if form.syntax == "json" else self.python
                 pieces.append(_Piece(rules.value(schema, hint), lead=True, trail=True))
             else:
                 # Unknown syntax (or raw text with no literal after it): text up to the next literal,
                 # brackets balanced so a nested object or list may hold that literal's first character.
-                ends = split_markers(after.text) if isinstance(after, Text) else []
                 pieces.append(_Piece(self.loose(ends[0].text[0] if ends else stops)))
             i += 1
         return self.join(pieces).expr
@@ -396,11 +421,21 @@ class _Builder:
         return self.rules.add("loose", f'( {outer} | "{{" {inner} "}}" | "[" {inner} "]" )*')
 
 
-def _put(tree: dict[str, Any], path: tuple[str, ...], expr: str) -> None:
-    node = tree
+def _put(tree: dict[str, Any], written: dict[str, Any], path: tuple[str, ...], expr: str, value: Any) -> None:
+    """Put a member's grammar in ``tree`` and its value for a call without arguments in ``written``."""
     for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = expr
+        tree = tree.setdefault(key, {})
+        written = written.setdefault(key, {})
+    tree[path[-1]] = expr
+    written[path[-1]] = value
+
+
+def _same_call(one: str, other: str) -> bool:
+    """Whether two calls without arguments write the same, whitespace aside, and an index quoted or
+    not aside (the grammar takes both)."""
+    def norm(text: str) -> str:
+        return _QUOTED_DIGITS.sub(r"\1", _SPACES.sub("", text))
+    return norm(one) == norm(other)
 
 
 def _json_type(schema: Any) -> str:
@@ -450,21 +485,22 @@ class _Star:
 
 _Regex = Union[_Lit, _Class, _Seq, _Alt, _Star]
 _EMPTY = _Seq(())
+_MAX_NESTING = 8
 
 
 def text_until(rules: Rules, hint: str, stop: str, avoid: tuple[str, ...] = ()) -> str:
     """A rule for any text that ends with the first ``stop`` in it and holds none of ``avoid``.
 
-    It is a regular language, written with literals and classes only, so a GBNF reader that lexes
-    (llguidance) takes it as one terminal that cannot end early nor run past ``stop``. Built as the
-    automaton that reads text while watching for the words (Aho-Corasick), its states then removed one
-    by one (deepest first), the edges between the remaining ones becoming regexes (state elimination).
-    Deeply nested alternatives become rules of their own: GBNF readers limit nesting.
+    The language is regular and written with literals and classes only, so a GBNF reader that lexes
+    (llguidance) takes it as one terminal that can neither end early nor run past ``stop``. Built as
+    the automaton that reads text watching for the words (Aho-Corasick), whose states are then removed
+    one by one, deepest first, the edges between the remaining ones becoming regexes (state
+    elimination). Deeply nested alternatives become rules of their own: GBNF readers limit nesting.
     """
     avoid = tuple(word for word in avoid if word and word not in stop)  # such a word would bar stop itself
     words = (stop, *avoid)
     prefixes = sorted({word[:i] for word in words for i in range(len(word))}, key=len)
-    state = {prefix: i for i, prefix in enumerate(prefixes)}  # 0: nothing matched ("")
+    state = {prefix: i for i, prefix in enumerate(prefixes)}  # state 0: nothing matched yet
     start, accept = len(prefixes), len(prefixes) + 1
     alphabet = {ch for word in words for ch in word}
 
@@ -483,7 +519,7 @@ def text_until(rules: Rules, hint: str, stop: str, avoid: tuple[str, ...] = ()) 
             target = step(prefix, ch)
             if target is not None:
                 targets.setdefault(target, set()).add(ch)
-        # Every character no word holds goes back to nothing matched, as do those listed for it.
+        # Back to nothing matched: every character no word holds, and the listed ones that lead there.
         edges[(source, 0)] = _Class(frozenset(alphabet - targets.pop(0, set())), True)
         for target, chars in targets.items():
             edges[(source, target)] = _Lit(next(iter(chars))) if len(chars) == 1 else _Class(frozenset(chars), False)
@@ -518,21 +554,18 @@ def _alt(*items: _Regex) -> _Regex:
     return options[0] if len(options) == 1 else _Alt(tuple(options))
 
 
-_MAX_NESTING = 8
-
-
-def _gbnf(regex: _Regex, rules: Rules, hint: str, depth: int = 0) -> str:
-    """GBNF for a regex; ``depth``: how many parentheses it stands in."""
+def _gbnf(regex: _Regex, rules: Rules, hint: str, depth: int = 0, top: bool = True) -> str:
+    """GBNF for a regex. ``depth``: how many alternatives it stands in; ``top``: it needs no parentheses."""
     if isinstance(regex, _Lit):
         return literal(regex.text)
     if isinstance(regex, _Class):
         return char_class(regex.chars, negated=regex.negated)
     if isinstance(regex, _Seq):
-        return " ".join(_gbnf(item, rules, hint, depth) for item in regex.items)
+        return " ".join(_gbnf(item, rules, hint, depth, top=False) for item in regex.items)
     if isinstance(regex, _Alt):
         if depth >= _MAX_NESTING:
             return rules.add(f"{hint}-part", _gbnf(regex, rules, hint))
         text = " | ".join(_gbnf(item, rules, hint, depth + 1) for item in regex.items)
-        return f"( {text} )" if depth else text
-    inner = _gbnf(regex.item, rules, hint, depth + 1)
+        return text if top else f"( {text} )"
+    inner = _gbnf(regex.item, rules, hint, depth + 1, top=False)
     return (inner if isinstance(regex.item, (_Lit, _Class, _Alt)) else f"( {inner} )") + "*"

@@ -1,9 +1,9 @@
 """JSON Schema to GBNF rules, and the small GBNF toolkit the grammar backend builds with.
 
-``Rules`` collects named rules (a body written twice gets one name); ``literal`` and ``char_class``
-write GBNF terminals; ``SchemaRules`` turns a JSON Schema into a rule for the JSON values it allows,
-and ``PythonRules`` does the same for Python literals (``{'a': 'x', 'b': True}``), which some
-templates write instead of JSON.
+``Rules`` collects named rules (a body written twice gets one name); ``literal``, ``char_class``,
+``seq``, ``group`` and ``ordered`` write GBNF expressions; ``SchemaRules`` turns a JSON Schema into
+an expression for the JSON values it allows, and ``PythonRules`` does the same for Python literals
+(``{'a': 'x', 'b': True}``), which some templates write instead of JSON.
 
 What the schema rules cover: the JSON types, ``enum`` and ``const``, ``anyOf``/``oneOf`` and type
 lists as alternatives, objects with their properties in schema order (required ones mandatory,
@@ -13,9 +13,16 @@ else (``$ref``, string formats, numeric bounds) is not checked: the value only h
 ``additionalProperties``: an object schema that declares properties allows only those unless
 ``additionalProperties`` is ``true`` or a schema (a tool call should use the declared parameters); one
 that declares none allows any members unless ``additionalProperties`` is ``false`` (then only ``{}``).
+Further members come after the declared ones; their keys are not kept from repeating a declared key.
 
 Whitespace between tokens is optional and bounded (``ws``: at most ``WS_MAX`` characters), so a
 model can write ``{"a": 1}`` or an indented object but cannot loop on whitespace forever.
+
+Which rules get names: GBNF readers that lex (llguidance's converter makes every rule built only of
+literals, classes and such rules one greedy terminal) cannot end a terminal early once its text
+could go on. So only tokens (strings, numbers, whitespace) and bracketed values (objects, arrays),
+which cannot go on past their end, are named rules; a sequence whose tail is optional or repeated is
+written inline, so such a reader parses it instead of lexing it. Recursive rules are never terminals.
 """
 
 from __future__ import annotations
@@ -28,15 +35,14 @@ from typing import Any
 WS_MAX = 20
 _WS_CHARS = " \t\n\r"
 _NAME_JUNK = re.compile(r"[^a-z0-9]+")
-# Names gbnf_to_lark and llama.cpp treat specially: "root" is the start rule, and llguidance's
-# converter renames it to "start".
+# "root" is the start rule; llguidance's converter renames it "start", so that name must stay free.
 _RESERVED = frozenset({"root", "start"})
+_CLASS_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-# JSON string: any character but '"', '\\' and control characters, or an escape (RFC 8259).
+# JSON string: any character but '"', '\' and control characters, or an escape (RFC 8259).
 _JSON_STRING = r'''"\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""'''
 # Python string literal in either quote, any backslash escape (repr writes \n, \', \x.., \u....).
 _PY_STRING = r'''"'" ( [^'\\] | "\\" [^\x0A] )* "'" | "\"" ( [^"\\] | "\\" [^\x0A] )* "\""'''
-_CLASS_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _INTEGER = '"-"? ( "0" | [1-9] [0-9]{0,15} )'
 _NUMBER = _INTEGER + r' ( "." [0-9]{1,16} )? ( [eE] [+\x2D]? [0-9]{1,3} )?'
 
@@ -48,12 +54,8 @@ def literal(text: str) -> str:
     for ch in text:
         if ch in '"\\':
             out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
+        elif ch in _CLASS_ESCAPES:
+            out.append(_CLASS_ESCAPES[ch])
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
             out.append(f"\\x{ord(ch):02X}")
         else:
@@ -83,6 +85,36 @@ def seq(*items: str) -> str:
 
 def group(expr: str) -> str:
     return f"( {expr} )" if expr else ""
+
+
+def optional(expr: str) -> str:
+    return group(expr) + "?" if expr else ""
+
+
+def choice(options: Iterable[str]) -> str:
+    """Alternatives as one inline expression (duplicates dropped)."""
+    unique = list(dict.fromkeys(options))
+    return unique[0] if len(unique) == 1 else group(" | ".join(unique))
+
+
+def ordered(members: list[tuple[str, bool]], separator: str, extra: str = "") -> str:
+    """Members in their order with ``separator`` between two, each ``(expr, required)``: required
+    ones must be written, optional ones may be left out; ``extra``: any number of further members
+    after them. Inline, and linear in size when a member is required: every member before the first
+    required one is followed by a separator, every member after it preceded by one."""
+    more = group(seq(separator, extra)) + "*" if extra else ""
+    first = next((i for i, (_, required) in enumerate(members) if required), None)
+    if first is not None:
+        items = [optional(seq(expr, separator)) if i < first else expr if i == first else
+                 seq(separator, expr) if required else optional(seq(separator, expr))
+                 for i, (expr, required) in enumerate(members)]
+        return seq(*items, more)
+    # All optional: the first member written is the one not preceded by a separator.
+    options = [seq(expr, *(optional(seq(separator, later)) for later, _ in members[i + 1:]), more)
+               for i, (expr, _) in enumerate(members)]
+    if extra:
+        options.append(seq(extra, more))
+    return optional(" | ".join(options))
 
 
 class Rules:
@@ -132,29 +164,11 @@ class Rules:
         lines.extend(f"{name} ::= {body}" for name, body in self._bodies.items())
         return "\n".join(lines) + "\n"
 
-    def ordered(self, hint: str, members: list[tuple[str, bool]], separator: str, extra: str = "") -> str:
-        """Members in the given order, ``separator`` between two, each ``(expr, required)``: required
-        members must be written, optional ones may be left out. ``extra``: any number of further
-        members after them (additional properties). Matches nothing when every member is optional."""
-        if all(required for _, required in members) and not extra:
-            return seq(*(item for i, (expr, _) in enumerate(members) for item in ((separator if i else ""), expr)))
-        # rest[i]: members i.. after one was written (each after a separator); first[i]: when none was.
-        rest = self.add(f"{hint}-more", group(seq(separator, extra)) + "*") if extra else ""
-        first = group(seq(extra, rest)) + "?" if extra else ""
-        for i in reversed(range(len(members))):
-            expr, required = members[i]
-            after = seq(separator, expr)
-            rest_i = seq(after if required else group(after) + "?", rest)
-            first_i = seq(expr, rest) if required else f"{seq(expr, rest)} | {first}" if first else group(seq(expr, rest)) + "?"
-            first = self.add(f"{hint}-{i}", first_i)
-            rest = self.add(f"{hint}-rest-{i}", rest_i) if i else ""
-        return first
-
 
 class SchemaRules:
-    """JSON values a JSON Schema allows, as GBNF rules added to ``rules``."""
+    """JSON values a JSON Schema allows, as GBNF expressions over rules added to ``rules``."""
 
-    prefix = ""  # of the names of the rules for any value, which differ by syntax
+    prefix = ""  # of the names of the rules that differ by syntax but not by schema
 
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
@@ -187,7 +201,7 @@ class SchemaRules:
     # ------------------------------------------------------------------ schemas
 
     def value(self, schema: Any, hint: str = "value") -> str:
-        """An expression (usually a rule name) for the values ``schema`` allows."""
+        """An expression for the values ``schema`` allows; ``hint`` names the rules it needs."""
         if not isinstance(schema, dict) or not schema:
             return self.any_value()
         if "const" in schema:
@@ -198,13 +212,12 @@ class SchemaRules:
             options = schema.get(combinator)
             if isinstance(options, list) and options:
                 base = {k: v for k, v in schema.items() if k != combinator}
-                alternatives = [self.value({**base, **option} if isinstance(option, dict) else option, f"{hint}-{i}")
-                                for i, option in enumerate(options)]
-                return self.rules.add(hint, " | ".join(dict.fromkeys(alternatives)))
+                return choice(self.value({**base, **option} if isinstance(option, dict) else option, f"{hint}-{i}")
+                              for i, option in enumerate(options))
         kind = schema.get("type")
         if isinstance(kind, list):
-            alternatives = [self.value({**schema, "type": t}, f"{hint}-{t}") for t in kind if isinstance(t, str)]
-            return self.rules.add(hint, " | ".join(dict.fromkeys(alternatives))) if alternatives else self.any_value()
+            kinds = [k for k in kind if isinstance(k, str)]
+            return choice(self.value({**schema, "type": k}, f"{hint}-{k}") for k in kinds) if kinds else self.any_value()
         if kind is None:
             kind = "object" if "properties" in schema else "array" if "items" in schema else None
         if kind == "object":
@@ -216,8 +229,8 @@ class SchemaRules:
         return simple() if simple else self.any_value()
 
     def object(self, schema: dict[str, Any], hint: str) -> str:
-        ws = self.rules.ws()
-        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        declared = schema.get("properties")
+        properties = declared if isinstance(declared, dict) else {}
         required = set(schema.get("required") or ())
         additional = schema.get("additionalProperties")
         if not properties and additional is not False:
@@ -227,8 +240,8 @@ class SchemaRules:
         extra = ""
         if additional is True or isinstance(additional, dict):
             extra = self.member(self.string(), self.value(additional, f"{hint}-extra"))
-        body = self.rules.ordered(hint, members, seq(literal(","), ws), extra)
-        return self.rules.add(hint, seq(literal("{"), ws, body, literal("}")))
+        body = ordered(members, seq(literal(","), self.rules.ws()), extra)
+        return self.rules.add(hint, seq(literal("{"), self.rules.ws(), body, literal("}")))
 
     def member(self, key: str, value: str) -> str:
         """``key: value`` with the whitespace that may follow it (before ``,`` or ``}``)."""
@@ -238,20 +251,19 @@ class SchemaRules:
     def array(self, schema: dict[str, Any], hint: str) -> str:
         ws = self.rules.ws()
         item = seq(self.value(schema.get("items"), f"{hint}-item"), ws)
-        low = schema.get("minItems", 0) if isinstance(schema.get("minItems"), int) else 0
-        high = schema.get("maxItems") if isinstance(schema.get("maxItems"), int) else None
+        low = schema["minItems"] if isinstance(schema.get("minItems"), int) else 0
+        high = schema["maxItems"] if isinstance(schema.get("maxItems"), int) else None
         if high == 0:
             return self.rules.add(hint, seq(literal("["), ws, literal("]")))
-        more = group(seq(literal(","), ws, item))
-        more += f"{{{max(low - 1, 0)},{'' if high is None else high - 1}}}"
+        more = group(seq(literal(","), ws, item)) + f"{{{max(low - 1, 0)},{'' if high is None else high - 1}}}"
         items = seq(item, more)
-        return self.rules.add(hint, seq(literal("["), ws, items if low > 0 else group(items) + "?", literal("]")))
+        return self.rules.add(hint, seq(literal("["), ws, items if low > 0 else optional(items), literal("]")))
 
     def any_object(self, value: str) -> str:
         """An object with any keys, each value ``value``."""
         ws = self.rules.ws()
         member = self.member(self.string(), value)
-        members = group(seq(member, group(seq(literal(","), ws, member)) + "*")) + "?"
+        members = optional(seq(member, group(seq(literal(","), ws, member)) + "*"))
         return self.rules.add(f"{self.prefix}object", seq(literal("{"), ws, members, literal("}")))
 
     def any_value(self) -> str:
@@ -259,8 +271,8 @@ class SchemaRules:
         def build(name: str) -> str:
             ws = self.rules.ws()
             item = seq(name, ws)
-            array = seq(literal("["), ws, group(seq(item, group(seq(literal(","), ws, item)) + "*")) + "?", literal("]"))
-            return " | ".join((self.any_object(name), self.rules.add(f"{self.prefix}any-array", array), self.string(),
+            array = seq(literal("["), ws, optional(seq(item, group(seq(literal(","), ws, item)) + "*")), literal("]"))
+            return " | ".join((self.any_object(name), self.rules.add(f"{self.prefix}array", array), self.string(),
                                self.number(), self.boolean(), self.null()))
         return self.rules.recursive(f"{self.prefix}any-value", build)
 
@@ -281,7 +293,7 @@ class PythonRules(SchemaRules):
         return literal("None")
 
     def key(self, name: str) -> str:
-        return self.rules.add(f"py-key-{name}", f"{literal(repr(name))} | {literal(json.dumps(name, ensure_ascii=False))}")
+        return choice((literal(repr(name)), literal(json.dumps(name, ensure_ascii=False))))
 
     def constant(self, value: Any) -> str:
         return literal(repr(value))

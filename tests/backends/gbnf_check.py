@@ -4,9 +4,10 @@ The grammar is converted with llguidance's own GBNF-to-Lark converter and run ov
 vocabulary (256 one-byte tokens and an end token), so a text is fed exactly, byte by byte. A byte the
 grammar does not allow puts the matcher in an error state; its message says where and why.
 
-llguidance lexes greedily: a terminal (a GBNF rule made only of literals and character classes)
-takes the longest run it can before the parser sees it. llama.cpp's own GBNF engine has no lexer, so
-a grammar this check accepts a text with, llama.cpp accepts it with too.
+llguidance lexes greedily: the converter makes every rule built only of literals, character classes
+and such rules one terminal, which takes the longest run it can and never gives any back. llama.cpp's
+own GBNF engine has no lexer and follows every alternative character by character, so this check is
+the stricter of the two.
 """
 
 from __future__ import annotations

@@ -236,16 +236,17 @@ class CallMatcher:
                 if final:
                     break
                 return NEED
-            matched, waiting = None, False
+            matched = None
             for group in forms:
                 outcome = _match_form(group, text, j, final, properties, part.string_escaping, following)
+                if outcome is NEED:
+                    # An earlier form may still match once more text arrives: decide then, so that
+                    # every chunking of the output reads the same.
+                    return NEED
                 if isinstance(outcome, tuple):
                     matched = outcome
                     break
-                waiting = waiting or outcome is NEED
             if matched is None:
-                if waiting:
-                    return NEED
                 break  # not an argument: the next part of the call decides
             i, key, value = matched
             arguments[key] = value
@@ -326,7 +327,13 @@ def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, prope
             if nxt and nxt.strip() and ("raw" in syntaxes or "unknown" in syntaxes):
                 stop = nxt.strip()
                 at = text.find(stop, i)
+                # A value never runs past the end of its call.
+                ends = [e for e in (text.find(t, i) for t in following if t) if e != -1]
+                if at != -1 and ends and at > min(ends):
+                    return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                 if at == -1:
+                    if ends:
+                        return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                     return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
                 raw_value = _trim_written_whitespace(text[i:at], _prev_text(pattern, k), nxt)
                 value_syntax = "raw"
