@@ -81,7 +81,13 @@ def _substitute_call(form: v.InputForm):
     id1, id2 = form.ids()
 
     def substitute(text: str) -> str:
-        return text.replace(v.FN2, v.FN1).replace(v.STR2, v.STR1).replace(id2, id1)
+        text = text.replace(v.FN2, v.FN1).replace(v.STR2, v.STR1).replace(id2, id1)
+        # Templates may write only part of an id (its last 9 characters, say).
+        for size in range(len(id2) - 1, _MIN_ID_PART - 1, -1):
+            for part2, part1 in ((id2[-size:], id1[-size:]), (id2[:size], id1[:size])):
+                if part2 in text:
+                    return text.replace(part2, part1)
+        return text
 
     return substitute
 
@@ -144,8 +150,10 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         taken = [(s, e) for s, e, _ in pattern_spans]
         pattern_spans += [(i, i + len(v.FN1), Field("name")) for i in find_all(call_text, v.FN1)
                           if not _inside(i, taken)]
-        id1 = form.ids()[0]
-        pattern_spans += [(i, i + len(id1), Field("id")) for i in find_all(call_text, id1) if not _inside(i, taken)]
+        written_id = written_part(call_text, form.ids()[0])
+        if written_id:
+            pattern_spans += [(i, i + len(written_id), Field("id")) for i in find_all(call_text, written_id)
+                              if not _inside(i, taken)]
         digit_runs = list(re.finditer(r"\d+", call_text))
         for k, old, _new in counters:
             run = digit_runs[k] if k < len(digit_runs) else None
@@ -211,11 +219,27 @@ def _no_arguments(session: Session, turn: Turn, pattern: tuple[Part, ...], secti
     if end == -1:
         start, end, _ = calls_region(session, (call,), output, turn)
     text = output[start:end]
-    id1 = session.form.ids()[0]
+    written_id = written_part(text, session.form.ids()[0])
     spans: list[tuple[int, int, Part]] = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
-    spans += [(i, i + len(id1), Field("id")) for i in find_all(text, id1)]
+    if written_id:
+        spans += [(i, i + len(written_id), Field("id")) for i in find_all(text, written_id)]
     return build_pattern(text.strip(), [(s - (len(text) - len(text.lstrip())), e - (len(text) - len(text.lstrip())), p)
                                         for s, e, p in spans])
+
+
+_MIN_ID_PART = 6
+
+
+def written_part(text: str, call_id: str) -> str:
+    """The id as the template writes it in ``text``: whole, or its longest end or start (at least
+    six characters; a template may keep only the last nine, as a model's ids must be)."""
+    if call_id in text:
+        return call_id
+    for size in range(len(call_id) - 1, _MIN_ID_PART - 1, -1):
+        for part in (call_id[-size:], call_id[:size]):
+            if part in text:
+                return part
+    return ""
 
 
 def _inside(i: int, spans: list[tuple[int, int]]) -> bool:
@@ -295,7 +319,7 @@ def _layout(call: dict[str, Any], other: dict[str, Any] | None, form: v.InputFor
             arguments_path, encoding = path, "object"
         elif isinstance(value, str) and _loads(value) == arguments:
             arguments_path, encoding = path, "string"
-        elif value == id1:
+        elif isinstance(value, str) and value and value == written_part(value, id1):
             id_path = path
         elif isinstance(value, dict):
             if not _contains_name(value) and not _under(path, arguments_path):

@@ -7,6 +7,7 @@ import json
 from analyzer.description import Results, Unknown
 from analyzer.description import Field
 from analyzer.detect.arguments import build_pattern
+from analyzer.detect.calls import written_part
 from analyzer.diff import added_text, find_all, repeated_unit
 from analyzer.detect.turn import MARKER
 from analyzer.render import variants as v
@@ -50,7 +51,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
     if added is None:
         return Unknown("the tool result text is not written")
     id1 = form.ids()[0]
-    carries_id = id1 in added
+    carries_id = bool(written_part(added, id1))
     carries_name = v.FN1 in added
 
     payload = json.dumps(v.RESULT_JSON)
@@ -94,7 +95,9 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
 def _with_fields(text: str, call_id: str) -> tuple:
     """The wrapper as a pattern: the tool name and the call id it writes are fields, not literal text."""
     spans = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
-    spans += [(i, i + len(call_id), Field("id")) for i in find_all(text, call_id)]
+    written = written_part(text, call_id)
+    if written:
+        spans += [(i, i + len(written), Field("id")) for i in find_all(text, written)]
     return build_pattern(text, spans)
 
 
