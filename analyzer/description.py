@@ -199,6 +199,8 @@ class Results:
     open: Pattern  # text before a result; ``name`` and ``id`` fields where the template writes them
     close: Pattern  # text after a result
     separator: str | Unknown  # between two consecutive results
+    group_open: Pattern  # written once before consecutive results (one tool turn holding them all)
+    group_close: Pattern  # written once after them
     carries_id: bool
     carries_name: bool
     json_content: str  # "as is" | "quoted" (escaped into a string) | "unknown"

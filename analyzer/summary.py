@@ -92,6 +92,8 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
     res = d.results
     if isinstance(res, Results):
         lines.append(f"  tool result        {pattern(res.open)} ... {pattern(res.close)}")
+        if res.group_open or res.group_close:
+            lines.append(f"  results grouped in {pattern(res.group_open)} ... {pattern(res.group_close)}")
         lines.append(f"                     written as {res.rendered_as}; linked by {res.linked_by}; id written: {res.carries_id};"
                      f" name written: {res.carries_name}; JSON content: {res.json_content}")
     else:

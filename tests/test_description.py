@@ -107,6 +107,7 @@ def json_call_description() -> FormatDescription:
         ),
         results=Results(role="tool", open=(Text("<tool_response name=\""), Field("name"), Text("\">\n")),
                         close=(Text("\n</tool_response>"),), separator="\n",
+                        group_open=(Text("<|im_start|>user\n"),), group_close=(),
                         carries_id=False, carries_name=True, json_content="as is", linked_by="order",
                         rendered_as="user turn"),
         capabilities=capabilities(),

@@ -70,6 +70,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
     both = session.history(pair, v.tool_result(v.CALL1, v.RESULT_TEXT, form),
                            v.tool_result(v.CALL2, v.RESULT_TEXT2, form))
     separator: str | Unknown = Unknown("two results do not render")
+    unit = None
     if isinstance(first, str) and isinstance(both, str):
         id2 = form.ids()[1]
         unit = repeated_unit(first, both, lambda t: t.replace(v.RESULT_TEXT2, v.RESULT_TEXT)
@@ -77,13 +78,24 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
         separator = unit.separator if unit else Unknown("two results are not written as one result repeated")
 
     open_text, close_text = _wrapper(one, added, stops)
-    rendered_as = _rendered_as(session, one, open_text, stops)
-    id1 = form.ids()[0]
+    group_open = group_close = ""
+    if isinstance(first, str) and isinstance(both, str) and unit is not None:
+        # Results that follow each other may share one wrapper (one tool turn holding several
+        # responses): what repeats per result is the unit; the rest wraps the group.
+        at = unit.first.find(v.RESULT_TEXT)
+        item_open, item_close = unit.first[:at], unit.first[at + len(v.RESULT_TEXT):]
+        if item_open.strip() and open_text.endswith(item_open) and open_text != item_open:
+            group_open, open_text = open_text[:len(open_text) - len(item_open)], item_open
+        if item_close.strip() and close_text.startswith(item_close) and close_text != item_close:
+            group_close, close_text = close_text[len(item_close):], item_close
+    rendered_as = _rendered_as(session, one, group_open + open_text, stops)
     return Results(
         role="tool",
         open=_with_fields(open_text, id1),
         close=_with_fields(close_text, id1),
         separator=separator,
+        group_open=_with_fields(group_open, id1),
+        group_close=_with_fields(group_close, id1),
         carries_id=carries_id,
         carries_name=carries_name,
         json_content=json_content,

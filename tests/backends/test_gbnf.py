@@ -280,6 +280,24 @@ def test_reasoning_before_calls_in_required_mode():
           [call, f"hmm\n</think>\n{call}", f"</think>{call}"], [f"hmm {call}", "hmm</think>"])
 
 
+def test_what_every_turn_starts_with_may_come_first():
+    call = '<call>get_weather({"location": "x"})</call>'
+    plain = make_shape(TAG_CALL, prefix=(Marker("<pre>"),))
+    check(to_grammar(plain, [WEATHER_TOOL], tool_choice="required"), [call, f"<pre>\n{call}"], [f"<pre><pre>{call}"])
+    # The prompt opened reasoning: the prefix past the close marker follows the (optional) block.
+    think = ReasoningShape((Marker("<think>"),), (Marker("</think>"),), True)
+    forced = make_shape(TAG_CALL, reasoning=think, prefix=(Marker("</think><response>"),))
+    check(to_grammar(forced, [WEATHER_TOOL], tool_choice="required"),
+          [call, f"</think><response>{call}", f"plan</think>\n<response>{call}", f"<response>{call}"],
+          [f"<response><response>{call}", f"<response></think>"])
+    # Calls that open with the tool's name: the trigger lets the prefix stand before it.
+    named = make_shape((Name(), JsonArgs("object")), trigger=Trigger(at_start=True), prefix=(Marker("to=", lead=" "),))
+    full = to_grammar(named, [WEATHER_TOOL]).triggers[0]  # type: ignore[union-attr]
+    assert re.fullmatch(full.value, ' to=get_weather{}').start(1) == 4
+    assert re.fullmatch(full.value, 'get_weather{}').start(1) == 0
+    assert not re.fullmatch(full.value, 'Sure: get_weather{}')
+
+
 def test_whitespace_is_required_only_between_two_words():
     call = (Marker("to", trail=" "), Marker("call", lead=" "), Marker(":"), Name(), JsonArgs("object"))
     check(to_grammar(make_shape(call), [WEATHER_TOOL]),
