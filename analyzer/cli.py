@@ -16,9 +16,11 @@ import click
 
 from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template
+from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
 from analyzer.description import dumps, to_dict
+from analyzer.lower import lower
 from analyzer.errors import AnalyzerError, InputError, RenderError
 from analyzer.render.engines import DEFAULT_ENGINE, ENGINES, compile_template
 from analyzer.sources import load_template
@@ -171,6 +173,37 @@ def parser_module(template: str, output: str, tools_file: str | None, thinking: 
         Path(output).write_text(source, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{output}: cannot write the parser module: {exc.strerror or exc}") from None
+
+
+@cli.command()
+@click.argument("template")
+@click.option("--tools", "tools_file", required=True, help="JSON file with the tools list.")
+@click.option("--tool-choice", default="auto", show_default=True,
+              help="auto (lazy grammar with triggers), required (eager), none (no grammar), or a tool's name.")
+@click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
+@click.option("--format", "output_format", type=click.Choice(["gbnf", "llama-server"]), default="gbnf",
+              show_default=True, help="GBNF text, or the JSON fields of a llama-server /completion request.")
+@click.option("--thinking/--no-thinking", default=None,
+              help="The enable_thinking value prompts are rendered with (default: the template's own).")
+@engine_option
+@variant_option
+def grammar(template: str, tools_file: str, tool_choice: str, no_parallel: bool, output_format: str,
+            thinking: bool | None, engine: str, variant: str | None) -> None:
+    """A grammar that makes a server write only valid calls in TEMPLATE's format."""
+    tools = _read_tools(tools_file)
+    if not tools:
+        raise InputError(f"{tools_file}: no tools declared")
+    shape = lower(analyze_template(_load(template, variant), engine=engine), thinking=thinking)
+    result = to_grammar(shape, tools, tool_choice=tool_choice, parallel=not no_parallel)
+    if output_format == "gbnf":
+        if result is None:
+            click.echo("tool_choice none: no grammar", err=True)
+            return
+        click.echo(result.text, nl=not result.text.endswith("\n"))
+        return
+    fields = result.to_llama_server() if result is not None else {
+        "preserved_tokens": list(shape.markers()), "stop": list(shape.stops)}
+    click.echo(json.dumps(fields, ensure_ascii=False, indent=2))
 
 
 @cli.group()

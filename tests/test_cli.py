@@ -114,3 +114,54 @@ def test_python_dash_m_works():
 
 def test_click_group_lists_commands():
     assert {"analyze", "render", "corpus", "golden"} <= set(cli.commands)
+
+
+def test_parse_prints_the_message(corpus_dir):
+    output = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>'
+    code, out, err = run(["parse", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")], input=output)
+    assert code == 0, err
+    message = json.loads(out)
+    assert message["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    assert message["errors"] == []
+
+
+def test_parse_jsonl_keeps_order_and_stream_ends_with_the_message(corpus_dir):
+    lines = [json.dumps("Hello there."), json.dumps('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')]
+    code, out, _ = run(["parse", "--jsonl", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")],
+                       input="\n".join(lines) + "\n")
+    messages = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and messages[0]["content"] == "Hello there." and messages[1]["tool_calls"][0]["function"]["name"] == "f"
+    code, out, _ = run(["parse", "--stream", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")], input="Hi.")
+    assert code == 0 and json.loads(out.splitlines()[-1])["message"]["content"] == "Hi."
+
+
+def test_parse_jsonl_rejects_a_line_that_is_not_a_json_string(corpus_dir):
+    code, _, err = run(["parse", "--jsonl", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")], input="not json\n")
+    assert code == 2 and "stdin line 1" in err
+
+
+def test_grammar_for_llama_server(tmp_path, corpus_dir):
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]), encoding="utf-8")
+    code, out, err = run(["grammar", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--tools", str(tools),
+                          "--format", "llama-server"])
+    assert code == 0, err
+    fields = json.loads(out)
+    assert fields["grammar_lazy"] is True and fields["grammar_triggers"] == [{"type": 1, "value": "<tool_call>"}]
+    assert "get_weather" in fields["grammar"] and "<|im_end|>" in fields["stop"]
+    code, out, _ = run(["grammar", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--tools", str(tools),
+                        "--tool-choice", "required"])
+    assert code == 0 and out.startswith("root ::=")
+    code, _, err = run(["grammar", str(corpus_dir / "google-gemma-2-2b-it.jinja"), "--tools", str(tools)])
+    assert code == 1 and "writes no tool calls" in err
+
+
+def test_parser_module_is_written_and_runs(tmp_path, corpus_dir):
+    target = tmp_path / "qwen_parser.py"
+    code, _, err = run(["parser", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "-o", str(target)])
+    assert code == 0, err
+    done = subprocess.run([sys.executable, "-I", "-S", str(target)], input='Hi.<tool_call>\n{"name": "f", '
+                          '"arguments": {"a": 1}}\n</tool_call>', capture_output=True, text=True, timeout=60)
+    message = json.loads(done.stdout)
+    assert message["content"] == "Hi." and message["tool_calls"][0]["function"]["arguments"] == '{"a": 1}'
