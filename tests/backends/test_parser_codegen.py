@@ -394,6 +394,6 @@ def test_validator_replacement_is_required(monkeypatch):
 
 
 def test_replacement_must_keep_the_signature(monkeypatch):
-    monkeypatch.setattr(codegen, "_VALIDATOR", "def _validate(tools, name, arguments):\n    return []\n")
+    monkeypatch.setattr(codegen, "_VALIDATOR", "def _schema_problems(schema, name, arguments):\n    return []\n")
     with pytest.raises(CodegenError, match="parameters"):
         generate_parser_module(DESCRIPTIONS[0], TOOLS)

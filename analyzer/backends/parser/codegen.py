@@ -9,7 +9,7 @@ they are standalone too, so every name is defined. The ``from analyzer`` imports
 standard-library imports stay; nothing else may be imported, anywhere, or generation fails naming the
 definition. Two definitions with one name (or one taken by the generated API) are told apart by a
 ``__module`` suffix, renamed token by token and checked against the syntax tree. The one piece
-swapped out is ``stream._validate``, which uses jsonschema: the module gets a small built-in validator
+swapped out is ``stream._schema_problems``, which uses jsonschema: the module gets a small built-in checker
 instead (``_VALIDATOR``, same parameters, same error kinds and wording for the keywords it checks).
 
 The template's output shape is embedded as data (a Python literal of plain values, one dict per node
@@ -55,7 +55,7 @@ _ROOTS = (
 )
 # The one place the library leans on a dependency outside the standard library: calls are validated
 # with jsonschema. The generated module gets ``_VALIDATOR`` in its place (same signature).
-_VALIDATE = ("analyzer.backends.parser.stream", "_validate")
+_VALIDATE = ("analyzer.backends.parser.stream", "_schema_problems")
 
 
 class CodegenError(AnalyzerError):
@@ -65,24 +65,15 @@ class CodegenError(AnalyzerError):
 
 # --------------------------------------------------------------------------- generated source text
 
-# Replaces ``stream._validate``: what the library reports with jsonschema, with no dependency. Checked
+# Replaces ``stream._schema_problems``: what the library reports with jsonschema, with no dependency. Checked
 # keywords: type (integer is not number, a boolean is neither), enum, const, required, properties,
 # items/prefixItems, allOf/anyOf/oneOf, boolean schemas; messages worded as jsonschema words them.
 # Other keywords (minimum, pattern, $ref...) are not checked.
 _VALIDATOR = '''
-def _validate(tools, name, arguments, index):
-    """A call checked against the declared tools, without jsonschema: unknown tool, unknown argument,
-    and what the argument schemas say (type, enum, const, required, properties, items, allOf, anyOf,
-    oneOf); other schema keywords are not checked."""
-    if name not in tools:
-        return [ParseError("unknown_tool", f"call {index}: {name!r} is not a declared tool", call_index=index)]
-    schema = tools[name]
+def _schema_problems(schema, name, arguments, index):
+    """What the tool's JSON schema says about the arguments, without jsonschema: type, enum, const,
+    required, properties, items, allOf, anyOf, oneOf; other schema keywords are not checked."""
     problems = []
-    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    for key in arguments:
-        if isinstance(properties, dict) and properties and key not in properties:
-            problems.append(ParseError("unknown_argument", f"call {index} to {name}: unknown argument {key!r}",
-                                       call_index=index))
     found = []
     _schema_errors(schema, arguments, (), found)
     found.sort(key=lambda item: [(isinstance(step, int), step) for step in item[0]])
@@ -564,7 +555,7 @@ Key = tuple[str, str]  # (module, name) of a top-level definition
 
 
 class _Library:
-    """The library's modules as read from their source, with ``_validate`` replaced."""
+    """The library's modules as read from their source, with ``_schema_problems`` replaced."""
 
     def __init__(self) -> None:
         self.modules: dict[str, _Module] = {}

@@ -633,11 +633,18 @@ def _validate(tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, 
         if isinstance(properties, dict) and properties and key not in properties:
             problems.append(ParseError("unknown_argument", f"call {index} to {name}: unknown argument {key!r}",
                                        call_index=index))
+    return problems + _schema_problems(schema, name, arguments, index)
+
+
+def _schema_problems(schema: dict[str, Any], name: str, arguments: dict[str, Any], index: int) -> list[ParseError]:
+    """What the tool's JSON schema says about the arguments (the generated standalone parser swaps this
+    one function for a built-in checker, since it may not use jsonschema)."""
+    problems = []
     try:
         validator = jsonschema.Draft202012Validator(schema)
         for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
             if error.validator == "additionalProperties":
-                continue  # reported above, argument by argument
+                continue  # reported as unknown arguments, one by one
             where = "/".join(str(p) for p in error.path) or "arguments"
             problems.append(ParseError("invalid_arguments", f"call {index} to {name}: {where}: {error.message}",
                                        call_index=index))
