@@ -233,17 +233,20 @@ class _Builder:
         written, close = ("".join(m.text for m in markers) for markers in (self.shape.prefix, reasoning.close))
         after = split_markers(written[len(close):]) if written.startswith(close) else []
         rest = self.join(self.markers(tuple(after))).expr
-        return seq(ws, optional(seq(self.reasoning(), ws)), optional(seq(rest, ws)), section)
+        reasoning_block = self.reasoning(tuple(m.text for m in after[:1]))
+        return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
 
-    def reasoning(self) -> str:
+    def reasoning(self, after: tuple[str, ...] = ()) -> str:
         """Open marker (absent when the prompt opened the block), text, close marker. The text may not
-        hold the calls' first marker either: once the model writes that, it is calling."""
+        hold the calls' first marker, nor ``after`` (what may follow a skipped block): once the model
+        writes one, the block is over or was never written. (A text that could go on over them would
+        keep a lexing GBNF reader from ever seeing them.)"""
         reasoning = self.shape.reasoning
         assert reasoning is not None
         close = reasoning.close
         first = [m.text for m in self.calls.section_open[:1]] or [
             p.text for p in self.calls.call[:1] if isinstance(p, Marker)]
-        text = text_until(self.rules, "reasoning-text", close[0].text, tuple(first))
+        text = text_until(self.rules, "reasoning-text", close[0].text, (*first, *after))
         opening = [] if reasoning.forced_open else self.markers(reasoning.open)
         if opening:  # the text takes the whitespace after the open marker in
             opening[-1] = replace(opening[-1], trail=False)
