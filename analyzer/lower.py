@@ -199,6 +199,10 @@ def lower_pattern(pattern: tuple, calls: Calls, id_form: str) -> tuple[Part, ...
             elif item.text and parts and isinstance(parts[-1], Marker):
                 last = parts[-1]
                 parts[-1] = Marker(last.text, last.lead, last.trail + item.text)
+            elif item.text:
+                # Whitespace between two fields (a name, then arguments on the next line): a marker with
+                # no text, so both backends allow whitespace there.
+                parts.append(Marker("", item.text, ""))
         elif isinstance(item, Field):
             parts.append(_lower_field(item, calls, id_form))
     return tuple(parts)

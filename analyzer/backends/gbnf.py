@@ -93,10 +93,21 @@ def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: 
         declared = chosen
     builder = _Builder(shape, shape.calls)
     section = builder.section(declared, parallel)
+    stops = _server_stops(shape)
     if tool_choice == "auto":
         return Grammar(builder.rules.text(section), True, (_trigger(shape, shape.calls, declared),),
-                       shape.markers(), shape.stops)
-    return Grammar(builder.rules.text(builder.eager(section)), False, (), shape.markers(), shape.stops)
+                       shape.markers(), stops)
+    return Grammar(builder.rules.text(builder.eager(section)), False, (), shape.markers(), stops)
+
+
+def _server_stops(shape: OutputShape) -> tuple[str, ...]:
+    """The turn's stop strings, less any a call starts with: a server stopping there would cut every
+    call off (a template that writes a call as a new message opened by its turn separator)."""
+    calls = shape.calls
+    openers = [m.text for m in calls.section_open[:1]] if calls is not None else []
+    if calls is not None and calls.call and isinstance(calls.call[0], Marker) and calls.call[0].text:
+        openers.append(calls.call[0].text)
+    return tuple(stop for stop in shape.stops if not any(opener.startswith(stop) for opener in openers))
 
 
 @dataclass(frozen=True, slots=True)

@@ -301,10 +301,11 @@ def _layout(call: dict[str, Any], other: dict[str, Any] | None, form: v.InputFor
     id1 = form.ids()[0]
     if v.FN1 in call and len(call) == 1:
         inner = call[v.FN1]
+        # The only key is the name itself: no key order to record.
         if inner == arguments:
-            return JsonCall((), True, (), "object", None, None, 0, (), (v.FN1,))
+            return JsonCall((), True, (), "object", None, None, 0, (), ())
         if isinstance(inner, str) and _loads(inner) == arguments:
-            return JsonCall((), True, (), "string", None, None, 0, (), (v.FN1,))
+            return JsonCall((), True, (), "string", None, None, 0, (), ())
         return None
     name_path = arguments_path = id_path = index_path = None
     encoding, index_base = "object", 0
