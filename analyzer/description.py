@@ -101,6 +101,7 @@ class KeyValueArguments:
     separator: str | Unknown
     forms: tuple[ArgumentForm, ...]
     string_escaping: str | Unknown  # "none" (written raw), "json", "python"
+    order: str | Unknown = "as given"  # "as given" | "sorted" (the template sorts arguments by name)
 
 
 Arguments = Union[JsonArguments, KeyValueArguments, Unknown]

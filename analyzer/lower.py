@@ -76,6 +76,7 @@ class KeyValueArgs:
     forms: tuple[ArgumentForm, ...]
     separator: str
     string_escaping: str  # "none" | "json" | "python"
+    sorted_names: bool = False  # the template writes arguments sorted by name
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +227,7 @@ def _lower_field(item: Field, calls: Calls, id_form: str) -> Part:
         if isinstance(arguments, KeyValueArguments):
             escaping = arguments.string_escaping if isinstance(arguments.string_escaping, str) else "none"
             separator = arguments.separator if isinstance(arguments.separator, str) else ""
-            return KeyValueArgs(arguments.forms, separator, escaping)
+            return KeyValueArgs(arguments.forms, separator, escaping, arguments.order == "sorted")
         raise UnsupportedFormat(f"arguments are not understood: {getattr(arguments, 'reason', arguments)}")
     raise UnsupportedFormat(f"unknown call field {item.name!r}")
 

@@ -100,6 +100,7 @@ def test_custom_string_delimiters(described):
     assert pattern_text(form(d, "string").pattern) == '{key}:<|"|>{value}<|"|>'
     assert pattern_text(form(d, "integer").pattern) == "{key}:{value}"
     assert calls_of(d).arguments.separator == ","
+    assert calls_of(d).arguments.order == "sorted"  # written sorted by name, whatever order it is given in
 
 
 def test_xml_parameters(described):

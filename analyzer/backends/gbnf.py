@@ -336,7 +336,8 @@ class _Builder:
         # A value that ends its pattern ends before the separator or, last, before the next marker.
         stops = "".join(m.text[0] for m in split_markers(part.separator)[:1] + split_markers(following)[:1])
         members = []
-        for key, schema in tool.properties.items():
+        properties = sorted(tool.properties.items()) if part.sorted_names else tool.properties.items()
+        for key, schema in properties:
             kind = _json_type(schema)
             form = forms.get(kind) or forms.get("string")
             if form is None:

@@ -180,7 +180,16 @@ def find_key_value_arguments(session: Session, call_output: str, call_start: int
         typed_unit = output[len(head):len(output) - len(tail)]
         forms.append(_form(json_type, typed_unit, value, string_unit))
     return Located(unit.start - call_start, unit.end - call_start,
-                   KeyValueArguments(unit.separator, tuple(forms), escaping))
+                   KeyValueArguments(unit.separator, tuple(forms), escaping, _order(session)))
+
+
+def _order(session: Session) -> str | Unknown:
+    """Whether arguments are written in the order given or sorted by name: sent out of order
+    (the sentinel names sort ARG1 first), sorted ones come back with ARG1 first."""
+    output = session.output(_one_call(session.form, {v.ARG2: v.STR2, v.ARG1: v.STR1}))
+    if isinstance(output, Failed) or v.ARG1 not in output or v.ARG2 not in output:
+        return Unknown("two arguments given out of order do not render")
+    return "sorted" if output.find(v.ARG1) < output.find(v.ARG2) else "as given"
 
 
 def _string_escaping(session: Session, head: str, tail: str) -> str | Unknown:

@@ -363,16 +363,12 @@ SEARCH = ("search", {"query": 'cafés "open" late\nnear me', "filters": {"lang":
                      "exact": True}, "Zy8Xw7Vu6")
 USER = {"role": "user", "content": "What is the weather?"}
 
-_SORTED = ("the template writes arguments sorted by key ('call:get_weather{days:3,location:...,units:...}'); "
-           "the description does not record an argument order, and the grammar follows the schema's order")
 _NESTED_OBJECT = ("the description gives object arguments an 'unknown' form; the render writes a nested object "
                   "as nested tags ('[<filters>]<]minimax[>[<lang>fr]<]minimax[>[</lang>...'), which holds the "
                   "literal that ends the value, so text up to that literal cannot take it")
 
 
 XFAIL: dict[tuple[str, str], str] = {
-    **{(test, name): _SORTED for test in ("auto-1", "auto-2", "required-1", "required-2", "reject")
-       for name in ("google-gemma-4-31B-it", "google-gemma-4-31B-it-interleaved")},
     ("auto-2", "MiniMax-M3"): _NESTED_OBJECT,
     ("required-2", "MiniMax-M3"): _NESTED_OBJECT,
 }
@@ -570,13 +566,12 @@ def test_stop_strings_do_not_cut_the_calls(name, corpus_dir):
     assert not [stop for stop in stops if stop in output[start:end]]
 
 
-def test_gemma_accepts_its_calls_when_the_schema_order_is_the_sorted_order(corpus_dir):
-    """The gemma-4 xfails are the argument order alone: with properties declared in sorted order
-    the same grammar code takes gemma's calls, nested object (form "unknown") included."""
+def test_arguments_sorted_by_name_are_asked_for_sorted(corpus_dir):
+    """gemma-4 writes arguments sorted by name whatever the order given: the grammar asks for that order."""
     c = case("google-gemma-4-31B-it", corpus_dir)
-    sorted_tools = [tool(t["function"]["name"], dict(sorted(t["function"]["parameters"]["properties"].items())),
-                         t["function"]["parameters"]["required"]) for t in TOOLS]
-    output = model_output(c, calls_for(2))
-    start, end = calls_span(c.shape, output, 2)
-    verdict = accepts(to_grammar(c.shape, sorted_tools).text, output[start:end])  # type: ignore[union-attr]
-    assert verdict, verdict.reason
+    kv = next(part for part in c.shape.calls.call if isinstance(part, KeyValueArgs))  # type: ignore[union-attr]
+    assert kv.sorted_names
+    grammar = to_grammar(c.shape, TOOLS).text  # type: ignore[union-attr]
+    # (the section closer <|tool_response> ends the calls in this template)
+    assert accepts(grammar, '<|tool_call>call:get_weather{days:3,location:<|"|>Paris<|"|>}<tool_call|><|tool_response>')
+    assert not accepts(grammar, '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|><|tool_response>')
