@@ -10,7 +10,7 @@ import pytest
 
 from analyzer.analysis import analyze
 from analyzer.description import (
-    Calls, Field, JsonArguments, KeyValueArguments, Reasoning, Results, Unknown, pattern_text,
+    Calls, Field, KeyValueArguments, Reasoning, Results, Unknown, pattern_text,
 )
 from analyzer.sources import load_template
 

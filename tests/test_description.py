@@ -57,16 +57,7 @@ def capabilities() -> Capabilities:
 
 
 def json_call_description() -> FormatDescription:
-    """Every node type: a JSON call format plus key/value arguments in a second place."""
-    key_value = KeyValueArguments(
-        separator=Unknown("only one argument was rendered"),
-        forms=(
-            ArgumentForm("string", (Text("<arg_key>"), Field("key"), Text("</arg_key><arg_value>"), Field("value"),
-                                    Text("</arg_value>")), "raw"),
-            ArgumentForm("object", (Field("key"), Text("="), Field("value")), "json"),
-        ),
-        string_escaping="none",
-    )
+    """A JSON call format: with ``key_value_description`` every node type is used."""
     return FormatDescription(
         schema_version=SCHEMA_VERSION,
         template=TemplateRef(name="demo", sha256="ab" * 32, engine="minijinja"),

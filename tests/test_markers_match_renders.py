@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.description import Calls, Field, Text, loads
+from analyzer.description import Calls, Text, loads
 from analyzer.render.engines import compile_template
 from analyzer.sources import load_template
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Union
 
 from analyzer.backends.json_schema_gbnf import (
-    PythonRules, Rules, SchemaRules, char_class, choice, group, literal, optional, ordered, seq,
+    PythonRules, Rules, SchemaRules, char_class, choice, literal, optional, ordered, seq,
 )
 from analyzer.description import ArgumentForm, Text
 from analyzer.errors import InputError

@@ -10,18 +10,16 @@ arguments, either inside one JSON object that is the whole call or on their own.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.description import (
-    CallIds, Calls, Capability, Field, JsonCall, KeyValueArguments, Part, Text, Turn, Unknown,
-)
+from analyzer.description import CallIds, Calls, Capability, Field, JsonArguments, JsonCall, Part, Text, Turn, Unknown
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
+from analyzer.detect.turn import shared_turn_end
 from analyzer.diff import find_all, repeated_unit
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
-from analyzer.detect.turn import shared_turn_end
-import re
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,9 +244,7 @@ def _inside(i: int, spans: list[tuple[int, int]]) -> bool:
     return any(s <= i < e for s, e in spans)
 
 
-def json_arguments_of(call: JsonCall):
-    from analyzer.description import JsonArguments
-
+def json_arguments_of(call: JsonCall) -> JsonArguments:
     return JsonArguments(call.arguments_encoding)
 
 

@@ -7,7 +7,6 @@ the prompt, backing the cut off to the start of a marker so a shared ``<|`` neve
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 

@@ -289,7 +289,7 @@ def test_what_every_turn_starts_with_may_come_first():
     forced = make_shape(TAG_CALL, reasoning=think, prefix=(Marker("</think><response>"),))
     check(to_grammar(forced, [WEATHER_TOOL], tool_choice="required"),
           [call, f"</think><response>{call}", f"plan</think>\n<response>{call}", f"<response>{call}"],
-          [f"<response><response>{call}", f"<response></think>"])
+          [f"<response><response>{call}", "<response></think>"])
     # Calls that open with the tool's name: the trigger lets the prefix stand before it.
     named = make_shape((Name(), JsonArgs("object")), trigger=Trigger(at_start=True), prefix=(Marker("to=", lead=" "),))
     full = to_grammar(named, [WEATHER_TOOL]).triggers[0]  # type: ignore[union-attr]

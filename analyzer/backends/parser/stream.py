@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 
-from analyzer.backends.parser.match import NEED, CallMatch, CallMatcher, Mismatch, could_start, match_literal, skip_ws
+from analyzer.backends.parser.match import NEED, CallMatch, CallMatcher, Mismatch, match_literal, skip_ws
 from analyzer.backends.parser.message import Delta, Message, ParseError, apply
 from analyzer.lower import Literal, Name, OutputShape, split_markers
 
