@@ -161,3 +161,24 @@ def test_round_trip(description, corpus_dir):
     print(name, sum(r == "ok" for r in results.values()), "/", sum(not r.startswith("n/a") for r in results.values()))
     assert not failures, failures
     assert not unexpected_passes, f"known failures now pass, update KNOWN_FAILURES: {unexpected_passes}"
+
+
+def test_arguments_written_as_a_python_dict_come_back_as_json():
+    from analyzer.lower import JsonArgs, Marker, Name
+    from analyzer.backends.parser.match import CallMatcher
+
+    matcher = CallMatcher((Marker("<call>"), Name(), Marker(">"), JsonArgs("python"), Marker("</call>")), {}, ())
+    match = matcher.match("<call>f>{'a': True, 'b': None}</call>", 0, True)
+    assert match.arguments == {"a": True, "b": None} and match.arguments_text == ""
+    message = python_dict_parser().parse("<call>f>{'a': 'x'}</call>")
+    assert json.loads(message.tool_calls[0].arguments) == {"a": "x"}
+
+
+def python_dict_parser():  # noqa: N802 - a factory named after what it builds
+    from analyzer.lower import CallsShape, JsonArgs, Marker, Name, OutputShape, Trigger
+
+    calls = CallsShape(section_open=(), section_close=(), separator=None,
+                       call=(Marker("<call>"), Name(), Marker(">"), JsonArgs("python"), Marker("</call>")),
+                       no_arguments=None, trigger=Trigger(word="<call>"))
+    shape = OutputShape("demo", "", (), None, (), (), calls, (), "openai")
+    return Parser(shape)

@@ -8,6 +8,7 @@ write a newline where the template wrote a space, or nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -177,7 +178,8 @@ class CallMatcher:
             result.arguments = decode_arguments(raw, part.encoding)
         except Undecodable as exc:
             return Mismatch(f"arguments are not valid: {exc}")
-        result.arguments_text = raw if _is_object_text(raw) else ""
+        # The model's own text is kept only when it already is the JSON object clients expect.
+        result.arguments_text = raw if _is_json_object(raw) else ""
         return end
 
     def json_call(self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch,
@@ -271,8 +273,13 @@ _HANDLERS = {
 }
 
 
-def _is_object_text(raw: str) -> bool:
-    return raw.lstrip().startswith("{")
+def _is_json_object(raw: str) -> bool:
+    if not raw.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False
 
 
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
