@@ -102,6 +102,8 @@ class KeyValueArguments:
     forms: tuple[ArgumentForm, ...]
     string_escaping: str | Unknown  # "none" (written raw), "json", "python"
     order: str | Unknown = "as given"  # "as given" | "sorted" (the template sorts arguments by name)
+    # Text put around a string only when it holds special characters (("<![CDATA[", "]]>")), else ("", "").
+    special_string_wrapper: tuple[str, str] = ("", "")
 
 
 Arguments = Union[JsonArguments, KeyValueArguments, Unknown]

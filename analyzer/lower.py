@@ -77,6 +77,8 @@ class KeyValueArgs:
     separator: str
     string_escaping: str  # "none" | "json" | "python"
     sorted_names: bool = False  # the template writes arguments sorted by name
+    string_wrapper: tuple[str, str] = ("", "")  # around strings with special characters (CDATA)
+    string_quotes: tuple[str, str] = ("", "")  # the template's own string quotes, for values in its notation
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,9 +229,34 @@ def _lower_field(item: Field, calls: Calls, id_form: str) -> Part:
         if isinstance(arguments, KeyValueArguments):
             escaping = arguments.string_escaping if isinstance(arguments.string_escaping, str) else "none"
             separator = arguments.separator if isinstance(arguments.separator, str) else ""
-            return KeyValueArgs(arguments.forms, separator, escaping, arguments.order == "sorted")
+            return KeyValueArgs(arguments.forms, separator, escaping, arguments.order == "sorted",
+                                arguments.special_string_wrapper, _string_quotes(arguments.forms))
         raise UnsupportedFormat(f"arguments are not understood: {getattr(arguments, 'reason', arguments)}")
     raise UnsupportedFormat(f"unknown call field {item.name!r}")
+
+
+def _string_quotes(forms: tuple[ArgumentForm, ...]) -> tuple[str, str]:
+    """What a string argument has around its value that a number has not: the template's own quotes
+    (``<|"|>``), used again inside nested values written in its notation."""
+    by_type = {form.json_type: form.pattern for form in forms}
+    text, number = by_type.get("string"), by_type.get("integer") or by_type.get("number")
+    if text is None or number is None:
+        return ("", "")
+
+    def around(pattern: tuple) -> tuple[str, str]:
+        at = next((k for k, p in enumerate(pattern) if isinstance(p, Field) and p.name == "value"), None)
+        if at is None:
+            return ("", "")
+        before = pattern[at - 1].text if at and isinstance(pattern[at - 1], Text) else ""
+        after = pattern[at + 1].text if at + 1 < len(pattern) and isinstance(pattern[at + 1], Text) else ""
+        return before, after
+
+    (s_before, s_after), (n_before, n_after) = around(text), around(number)
+    if s_before.startswith(n_before) and s_after.endswith(n_after):
+        quote_open, quote_close = s_before[len(n_before):], s_after[:len(s_after) - len(n_after)]
+        if quote_open.strip() and quote_close.strip():
+            return (quote_open, quote_close)
+    return ("", "")
 
 
 def _trigger(section_open: Literal, call: tuple[Part, ...], at_start: bool) -> Trigger:

@@ -179,8 +179,9 @@ def find_key_value_arguments(session: Session, call_output: str, call_start: int
             continue
         typed_unit = output[len(head):len(output) - len(tail)]
         forms.append(_form(json_type, typed_unit, value, string_unit))
+    wrapper = _special_string_wrapper(session, head, tail, string_unit)
     return Located(unit.start - call_start, unit.end - call_start,
-                   KeyValueArguments(unit.separator, tuple(forms), escaping, _order(session)))
+                   KeyValueArguments(unit.separator, tuple(forms), escaping, _order(session), wrapper))
 
 
 def _order(session: Session) -> str | Unknown:
@@ -204,3 +205,21 @@ def _string_escaping(session: Session, head: str, tail: str) -> str | Unknown:
     if v.TRICKY_STRING in unit:
         return "none"
     return Unknown("strings are rewritten in a way we do not recognise")
+
+
+def _special_string_wrapper(session: Session, head: str, tail: str, string_unit: str) -> tuple[str, str]:
+    """Text some templates put around a string only when it holds special characters (``<![CDATA[``
+    ... ``]]>``): the string with quotes, a newline and markup is compared with a plain one."""
+    output = session.output(_one_call(session.form, {v.ARG1: v.TRICKY_STRING}))
+    at = string_unit.find(v.STR1)
+    if isinstance(output, Failed) or at == -1 or not (output.startswith(head) and output.endswith(tail)):
+        return ("", "")
+    unit = output[len(head):len(output) - len(tail)]
+    before, after = string_unit[:at], string_unit[at + len(v.STR1):]
+    if not (unit.startswith(before) and unit.endswith(after)):
+        return ("", "")
+    middle = unit[len(before):len(unit) - len(after)]
+    inner = middle.find(v.TRICKY_STRING)
+    if middle == v.TRICKY_STRING or inner == -1:
+        return ("", "")
+    return (middle[:inner], middle[inner + len(v.TRICKY_STRING):])

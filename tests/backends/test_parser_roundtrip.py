@@ -146,9 +146,6 @@ KNOWN_FAILURES = {
     ("openai-gpt-oss-120b", "content before a call"):
         "the template writes content beside calls into the analysis channel (as reasoning)",
     ("MiniMax-M3", "nested object"): "nested objects are written as nested tags, which the parser does not read yet",
-    ("google-gemma-4-31B-it", "nested object"): "nested objects use the template's own notation ({k:<|\"|>v<|\"|>})",
-    ("google-gemma-4-31B-it-interleaved", "nested object"): "nested objects use the template's own notation",
-    ("openbmb-MiniCPM5-1B", "unicode and multi-line"): "strings with markup are wrapped in CDATA, not yet unwrapped",
 }
 
 

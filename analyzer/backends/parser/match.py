@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from analyzer.backends.parser.values import INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, value_end
+from analyzer.backends.parser.values import (
+    INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, decode_notation, value_end,
+)
 from analyzer.description import ArgumentForm, Field, Text
 from analyzer.lower import (
     CallId, Index, JsonArgs, JsonCallObject, KeyValueArgs, Literal, Marker, Name, Part, split_markers,
@@ -240,7 +242,8 @@ class CallMatcher:
                 return NEED
             matched = None
             for group in forms:
-                outcome = _match_form(group, text, j, final, properties, part.string_escaping, following)
+                outcome = _match_form(group, text, j, final, properties, part.string_escaping, following,
+                                      part.string_wrapper, part.string_quotes)
                 if outcome is NEED:
                     # An earlier form may still match once more text arrives: decide then, so that
                     # every chunking of the output reads the same.
@@ -300,7 +303,8 @@ def _distinct_forms(forms: tuple[ArgumentForm, ...]) -> list[list[ArgumentForm]]
 
 
 def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, properties: dict[str, Any],
-                escaping: str, following: tuple[str, ...]) -> tuple[int, str, Any] | _Need | Mismatch:
+                escaping: str, following: tuple[str, ...], wrapper: tuple[str, str] = ("", ""),
+                quotes: tuple[str, str] = ("", "")) -> tuple[int, str, Any] | _Need | Mismatch:
     """One argument written in one of the group's (shared) patterns: (end, name, value)."""
     pattern = group[0].pattern
     key: str | None = None
@@ -368,11 +372,24 @@ def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, prope
     if json_type is None and len(types) == 1:
         json_type = next(iter(types))
     if value_syntax == "raw":
+        opener, closer = wrapper
+        if opener and raw_value.startswith(opener) and raw_value.endswith(closer):
+            raw_value = raw_value[len(opener):len(raw_value) - len(closer)]
+        if quotes[0] and raw_value.lstrip()[:1] in ("{", "[") and json_type in (None, "object", "array"):
+            try:
+                return i, key, decode_notation(raw_value, *quotes)
+            except Undecodable:
+                pass
         return i, key, coerce(raw_value, json_type)
     try:
         value = decode(raw_value)
     except Undecodable:
         value = raw_value
+        if quotes[0]:
+            try:
+                value = decode_notation(raw_value, *quotes)
+            except Undecodable:
+                pass
     if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
         value = raw_value[1:-1]  # quoted by the template but never escaped
     return i, key, value

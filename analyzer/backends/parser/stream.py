@@ -364,6 +364,12 @@ class StreamParser:
                 self._held_ws = ""
                 self._state = _SECTION
                 return
+        if word in shape.stops and not buf[len(word):].strip():
+            # A turn's stop string that also opens a call (a call written as a new message): with
+            # nothing after it, it ends the turn.
+            if final:
+                self._consume(len(buf))
+            return
         if calls is not None and calls.call and getattr(calls.call[0], "text", None) == word:
             self._in_section = False
             self._held_ws = ""

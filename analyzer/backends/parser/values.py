@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import warnings
 from typing import Any
 
@@ -125,3 +126,31 @@ def coerce(raw: str, json_type: str | None) -> Any:
     except Undecodable:
         return raw
     return value if not isinstance(value, str) else raw
+
+
+_BARE_KEY = re.compile(r"([{,]\s*)([A-Za-z_][\w\-]*)(\s*:)")
+
+
+def decode_notation(text: str, quote_open: str, quote_close: str) -> Any:
+    """A nested value in a template's own notation: JSON-like, keys bare, strings between the
+    template's own quote markers (``{lang:<|"|>fr<|"|>}``). Strings become JSON strings, bare keys are
+    quoted, Python literals read as JSON."""
+    parts: list[str] = []
+    i = 0
+    while i < len(text):
+        start = text.find(quote_open, i) if quote_open else -1
+        if start == -1:
+            parts.append(_bare(text[i:]))
+            break
+        end = text.find(quote_close, start + len(quote_open))
+        if end == -1:
+            raise Undecodable(f"unclosed string in {text[:60]!r}")
+        parts.append(_bare(text[i:start]))
+        parts.append(json.dumps(text[start + len(quote_open):end], ensure_ascii=False))
+        i = end + len(quote_close)
+    return decode("".join(parts))
+
+
+def _bare(fragment: str) -> str:
+    fragment = _BARE_KEY.sub(lambda m: f'{m.group(1)}"{m.group(2)}"{m.group(3)}', fragment)
+    return fragment.replace("True", "true").replace("False", "false").replace("None", "null")
