@@ -48,10 +48,6 @@ class RenderLimitError(RenderError):
     """A render ran past the time or output-size limit."""
 
 
-class AnalysisError(AnalyzerError):
-    """The differential analysis could not run at all on a template."""
-
-
 class DescriptionError(InputError):
     """A format description file is malformed or of an unknown schema version."""
 

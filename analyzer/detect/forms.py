@@ -33,10 +33,6 @@ class Probe:
     def renders_call(self) -> bool:
         return _renders_call(self.call_output)
 
-    @property
-    def refused_by_template(self) -> bool:
-        return isinstance(self.call_output, Failed) and self.call_output.refused
-
 
 def _renders_call(output: str | Failed) -> bool:
     return isinstance(output, str) and v.FN1 in output

@@ -33,7 +33,6 @@ class Session:
         self.form = form
         self.extra = dict(extra or {})
         self._cache: dict[str, str | Failed] = {}
-        self.render_count = 0
         # Some templates treat a final assistant message as a prefill and leave its calls out; then
         # calls are read from renders where a user message follows them.
         self.follow_up = False
@@ -51,7 +50,6 @@ class Session:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        self.render_count += 1
         try:
             result: str | Failed = self.compiled.render(
                 messages, tools=v.tools(self.form) if tools else None,

@@ -61,12 +61,6 @@ def match_literal(text: str, i: int, literal: Literal, final: bool) -> Step:
     return i
 
 
-def could_start(text: str, i: int, literal: Literal) -> bool:
-    """Whether the text from ``i`` is the literal, or a beginning of it."""
-    step = match_literal(text, i, literal, final=False)
-    return not isinstance(step, Mismatch)
-
-
 @dataclass(slots=True)
 class CallMatch:
     end: int

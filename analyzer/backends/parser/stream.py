@@ -27,10 +27,6 @@ _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING = r
 _ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
-def _texts(literal: Literal) -> str:
-    return literal[0].text if literal else ""
-
-
 class StreamParser:
     """Feed model output with ``feed``; call ``finish`` at the end. Both return deltas."""
 
@@ -46,7 +42,6 @@ class StreamParser:
         self._held_reasoning_ws = ""
         self._scan_from = 0
         self._call_start = 0
-        self._in_section = False
         self._calls = shape.calls
         closers = []
         if self._calls is not None:
@@ -344,7 +339,7 @@ class StreamParser:
         buf = self._buf
         calls = self._calls
         if calls is not None and word == "":
-            self._in_section, self._call_start, self._state = False, 0, _CALL
+            self._call_start, self._state = 0, _CALL
             return
         if shape.reasoning and word == shape.reasoning.open[0].text:
             step = match_literal(buf, 0, shape.reasoning.open, final)
@@ -360,7 +355,6 @@ class StreamParser:
                 return
             if isinstance(step, int):
                 self._consume(step)
-                self._in_section = True
                 self._held_ws = ""
                 self._state = _SECTION
                 return
@@ -371,7 +365,6 @@ class StreamParser:
                 self._consume(len(buf))
             return
         if calls is not None and calls.call and getattr(calls.call[0], "text", None) == word:
-            self._in_section = False
             self._held_ws = ""
             self._call_start = 0
             self._state = _CALL
@@ -418,7 +411,6 @@ class StreamParser:
             step = match_literal(self._buf, 0, calls.section_close, final)
             if isinstance(step, int):
                 self._consume(step)
-                self._in_section = False
                 self._content_started = False
                 self._state = _CONTENT
                 return
@@ -499,7 +491,6 @@ class StreamParser:
                 return
             if isinstance(step, int):
                 self._consume(step)
-        self._in_section = False
         self._content_started = False
         self._state = _CONTENT
 
@@ -568,7 +559,6 @@ class StreamParser:
             cut = len(self._buf)
         self._error(deltas, ParseError("malformed_call", reason, self._buf[:cut]))
         self._consume(cut)
-        self._in_section = False
         self._content_started = False
         self._state = _CONTENT
 
