@@ -221,6 +221,13 @@ def _no_arguments(session: Session, turn: Turn, pattern: tuple[Part, ...], secti
     spans: list[tuple[int, int, Part]] = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
     if written_id:
         spans += [(i, i + len(written_id), Field("id")) for i in find_all(text, written_id)]
+    # An index counts calls: where the call pattern has one, the first call writes its base there.
+    for k, part in enumerate(pattern):
+        if isinstance(part, Field) and part.name == "index" and k and isinstance(pattern[k - 1], Text):
+            before = pattern[k - 1].text
+            at = text.find(before + str(part.base))
+            if at != -1:
+                spans.append((at + len(before), at + len(before) + len(str(part.base)), Field("index", part.base)))
     return build_pattern(text.strip(), [(s - (len(text) - len(text.lstrip())), e - (len(text) - len(text.lstrip())), p)
                                         for s, e, p in spans])
 
