@@ -67,14 +67,27 @@ def cli() -> None:
 def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str | None) -> None:
     """Analyse TEMPLATES (.jinja, tokenizer_config.json, model folder, GGUF, or - for stdin)."""
     color = None if not as_json else False
+    failed = 0
     for i, spec in enumerate(templates):
-        description = analyze_template(_load(spec, variant), engine=engine)
+        try:
+            description = analyze_template(_load(spec, variant), engine=engine)
+        except AnalyzerError as exc:
+            if len(templates) == 1:
+                raise
+            # One bad template in a folder of models is reported, and the others still analysed.
+            failed = max(failed, exc.exit_code)
+            click.echo(f"Error: {_one_line(exc.message)}", err=True)
+            if as_json:
+                click.echo(json.dumps({"template": spec, "error": _one_line(exc.message)}, ensure_ascii=False))
+            continue
         if as_json:
             click.echo(json.dumps(to_dict(description), ensure_ascii=False, sort_keys=True))
         else:
             if i:
                 click.echo()
             click.echo(summarize(description, style=click.style), color=color)
+    if failed:
+        sys.exit(failed)
 
 
 @cli.command()

@@ -165,3 +165,13 @@ def test_parser_module_is_written_and_runs(tmp_path, corpus_dir):
                           '"arguments": {"a": 1}}\n</tool_call>', capture_output=True, text=True, timeout=60)
     message = json.loads(done.stdout)
     assert message["content"] == "Hi." and message["tool_calls"][0]["function"]["arguments"] == '{"a": 1}'
+
+
+def test_analyze_goes_on_past_a_bad_template_and_exits_non_zero(tmp_path, corpus_dir):
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("{% if %}", encoding="utf-8")
+    code, out, err = run(["analyze", "--json", str(broken), str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")])
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 2
+    assert "error" in lines[0] and lines[1]["format"] == "json"
+    assert err.count("Error:") == 1 and "broken.jinja" in err
