@@ -130,12 +130,7 @@ class CallMatcher:
             return NEED if (i == len(text) and not final) else Mismatch("expected a function name")
         if m.end() == len(text) and not final:
             return NEED
-        name = m.group()
-        for tail in following:
-            # The next marker may begin with name characters (``:``-free names before ``:``).
-            cut = name.find(tail) if tail else -1
-            if cut > 0:
-                name = name[:cut]
+        name = _before_following(m.group(), following)
         result.name = name
         return i + len(name)
 
@@ -145,11 +140,7 @@ class CallMatcher:
         m = pattern.match(text, i)
         if m is None or (m.end() == len(text) and not final):
             return NEED if not final and len(text) - i < 9 + 64 else Mismatch("expected a call id")
-        value = m.group()
-        for tail in following:
-            cut = value.find(tail) if tail else -1
-            if cut > 0:
-                value = value[:cut]
+        value = _before_following(m.group(), following)
         result.call_id = value
         return i + len(value)
 
@@ -257,6 +248,16 @@ class CallMatcher:
                     i = after
         result.arguments = arguments
         return i
+
+
+def _before_following(token: str, following: tuple[str, ...]) -> str:
+    """A name or id read greedily, cut where the marker that follows it begins inside it (a marker
+    such as ``.`` or ``-`` may be made of name characters)."""
+    for tail in following:
+        cut = token.find(tail) if tail else -1
+        if cut > 0:
+            token = token[:cut]
+    return token
 
 
 _HANDLERS = {
