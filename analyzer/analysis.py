@@ -26,7 +26,7 @@ from analyzer.render.session import Failed, Session
 from analyzer.template import Template
 
 # Variables every chat template may read; anything else it reads undefined is the template's own.
-_KNOWN_VARIABLES = {
+KNOWN_VARIABLES = {
     "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "raise_exception",
     "strftime_now", "enable_thinking", "range", "namespace", "dict", "loop", "true", "false", "none",
     "True", "False", "None", "lipsum", "cycler", "joiner",
@@ -139,7 +139,7 @@ def _bind_missing_variables(template: Template, session: Session, warnings: list
         names = minijinja.Environment().undeclared_variables_in_str(template.source)
     except Exception:  # noqa: BLE001 - a template minijinja cannot parse keeps its failure
         return session
-    missing = sorted(n for n in names if n not in _KNOWN_VARIABLES and not re.match(r"^_", n))
+    missing = sorted(n for n in names if n not in KNOWN_VARIABLES and not re.match(r"^_", n))
     if not missing:
         return session
     bound = Session(session.compiled, session.form, extra={**session.extra, **{n: "" for n in missing}})

@@ -16,6 +16,7 @@ import click
 
 from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template
+from analyzer.backends.audit import audit as audit_template, render_text as render_audit
 from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
@@ -88,6 +89,23 @@ def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str
             click.echo(summarize(description, style=click.style), color=color)
     if failed:
         sys.exit(failed)
+
+
+@cli.command()
+@click.argument("template")
+@click.option("--tools", "tools_file", default=None, help="JSON file with the tools list (default: two sample tools).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@engine_option
+@variant_option
+def audit(template: str, tools_file: str | None, as_json: bool, engine: str, variant: str | None) -> None:
+    """Audit TEMPLATE: where tools go and their cost, refusals, date use, engine agreement, result linking."""
+    loaded = _load(template, variant)
+    report = audit_template(loaded, analyze_template(loaded, engine=engine), tools=_read_tools(tools_file) or None,
+                            engine=engine)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False, sort_keys=True))
+    else:
+        click.echo(render_audit(report, style=click.style))
 
 
 @cli.command()

@@ -175,3 +175,12 @@ def test_analyze_goes_on_past_a_bad_template_and_exits_non_zero(tmp_path, corpus
     assert code == 2
     assert "error" in lines[0] and lines[1]["format"] == "json"
     assert err.count("Error:") == 1 and "broken.jinja" in err
+
+
+def test_audit_reports_a_template_requirement(corpus_dir):
+    code, out, err = run(["audit", "--json", str(corpus_dir / "mistralai-Mistral-Nemo-Instruct-2407.jinja")])
+    assert code == 0, err
+    report = json.loads(out)
+    assert any("alphanumeric" in finding["evidence"] for finding in report["findings"])
+    code, out, _ = run(["audit", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")])
+    assert code == 0 and "order" in out

@@ -18,13 +18,13 @@ from typing import Any, Callable
 
 import minijinja
 
-from analyzer.analysis import _KNOWN_VARIABLES
+from analyzer.analysis import KNOWN_VARIABLES
 from analyzer.description import Capabilities, CallIds, Calls, FormatDescription, Results
 from analyzer.diff import common_prefix_len, visible
 from analyzer.errors import RenderError
 from analyzer.render import variants as v
 from analyzer.render.engines import (
-    DEFAULT_ENGINE, FIXED_NOW, CompiledTemplate, compile_mutable, compile_template,
+    DEFAULT_ENGINE, CompiledTemplate, compile_mutable, compile_template,
 )
 from analyzer.template import Template
 
@@ -50,6 +50,8 @@ class Finding:
     severity: str
     message: str
     evidence: str = ""
+    # A second excerpt where two renders are compared (minijinja's side when engines differ).
+    other_evidence: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +155,8 @@ def _turn_header(render: str, sentinel: str, end: str | None) -> str:
     return render[start:at].lstrip()
 
 
-def _placement(with_tools: str, start: int, end_marker: str | None, system_header: str, user_header: str,
-               bos: str) -> str:
+def _placement(with_tools: str, start: int, stop: int, end_marker: str | None, system_header: str,
+               user_header: str, bos: str) -> str:
     turn_start = 0
     if end_marker:
         found = with_tools.rfind(end_marker, 0, start)
@@ -165,8 +167,9 @@ def _placement(with_tools: str, start: int, end_marker: str | None, system_heade
     sys_at, user_at = before.rfind(v.SYSTEM_TEXT), before.rfind(v.USER_TEXT)
     if sys_at >= 0 or user_at >= 0:
         return "system turn" if sys_at > user_at else "user turn"
-    # Else the turn's header: which known header the text before the section opens with.
-    head = before.lstrip()
+    # Else the turn's header: which known header the turn opens with (the section itself may open a
+    # turn of its own, as templates that add a system turn for tools do).
+    head = (before + with_tools[start:stop]).lstrip()
     if bos and head.startswith(bos):
         head = head[len(bos):]
     sys_h = system_header[len(bos):] if bos and system_header.startswith(bos) else system_header
@@ -206,13 +209,13 @@ def _tool_section(template: Template, description: FormatDescription, compiled: 
         with_tools = _render(compiled, opening, given, extra)
         if isinstance(without, RenderError) or isinstance(with_tools, RenderError):
             error = without if isinstance(without, RenderError) else with_tools
-            placements.append(ToolPlacement(label, "error", error.message))
+            placements.append(ToolPlacement(label, "error", getattr(error, "message", str(error))))
             continue
         if without == with_tools:
             placements.append(ToolPlacement(label, "not written", ""))
             continue
         start, stop = _inserted_block(without, with_tools, name)
-        where = _placement(with_tools, start, end_marker, system_header, user_header, bos)
+        where = _placement(with_tools, start, stop, end_marker, system_header, user_header, bos)
         placements.append(ToolPlacement(label, where, excerpt(with_tools, start, stop)))
         if descriptions == "unknown":
             descriptions = _descriptions(given, with_tools)
@@ -231,7 +234,8 @@ def _tool_section(template: Template, description: FormatDescription, compiled: 
         message = {
             "error": f"with a [{p.opening}] conversation the prompt does not render with tools",
             "not written": f"with a [{p.opening}] conversation tool definitions do not change the prompt",
-        }.get(p.placement, f"with a [{p.opening}] conversation tool definitions go in the {p.placement}")
+        }.get(p.placement, f"with a [{p.opening}] conversation tool definitions go in "
+            + ("their own block" if p.placement == "own block" else f"the {p.placement}"))
         findings.append(Finding("tools", "tool-placement", severity, message, p.evidence))
     if per_tool is not None:
         findings.append(Finding("tools", "tool-cost", "info",
@@ -306,7 +310,7 @@ def _own_variables(template: Template) -> list[str]:
         names = minijinja.Environment().undeclared_variables_in_str(template.source)
     except Exception:  # noqa: BLE001 - a template minijinja cannot parse has no variables to report
         return []
-    return sorted(n for n in names if n not in _KNOWN_VARIABLES and not n.startswith("_"))
+    return sorted(n for n in names if n not in KNOWN_VARIABLES and not n.startswith("_"))
 
 
 def _nondeterminism(template: Template, description: FormatDescription, compiled: CompiledTemplate,
@@ -375,16 +379,15 @@ def _engines(template: Template, description: FormatDescription, findings: list[
                 continue
             all_same = False
             at = _first_difference(j, m)
-            evidence = (f"jinja2: {j[max(0, at - ENGINE_CONTEXT):at + ENGINE_CONTEXT]!r}\n"
-                        f"minijinja: {m[max(0, at - ENGINE_CONTEXT):at + ENGINE_CONTEXT]!r}")
             findings.append(Finding("engines", "engines-differ", "risk",
-                                    f"{label}: jinja2 and minijinja first differ at character {at}", evidence))
+                                    f"{label}: jinja2 and minijinja first differ at character {at}",
+                                    excerpt(j, at, width=ENGINE_CONTEXT), excerpt(m, at, width=ENGINE_CONTEXT)))
         elif isinstance(j, RenderError) and isinstance(m, RenderError):
             if j.message != m.message:
                 all_same = False
                 findings.append(Finding("engines", "engines-both-raise", "info",
                                         f"{label}: both engines raise, with different messages",
-                                        f"jinja2: {j.message}\nminijinja: {m.message}"))
+                                        j.message, m.message))
         else:
             all_same = False
             raised, error = ("jinja2", j) if isinstance(j, RenderError) else ("minijinja", m)
@@ -457,8 +460,11 @@ def render_text(report: AuditReport, style: Style = _plain) -> str:
         for f in items:
             tag = style(f"[{f.severity}]", fg=_SEVERITY_COLOURS.get(f.severity, "white"))
             lines.append(f"    {tag} {f.message}")
-            for line in f.evidence.split("\n") if f.evidence else ():
-                lines.append(style(f"        {visible(line)}", fg="cyan"))
+            if f.evidence and f.other_evidence:
+                lines.append("        jinja2:    " + style(visible(f.evidence), fg="cyan"))
+                lines.append("        minijinja: " + style(visible(f.other_evidence), fg="cyan"))
+            elif f.evidence:
+                lines.append("        " + style(visible(f.evidence), fg="cyan"))
     return "\n".join(lines)
 
 

@@ -1,0 +1,141 @@
+"""The audit on real corpus templates: each finding the audit promises, with its evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analyzer import corpus
+from analyzer.analysis import analyze
+from analyzer.backends.audit import AuditReport, audit, excerpt, render_text
+from analyzer.render import variants as v
+from analyzer.sources import load_template
+
+_CACHE: dict[str, AuditReport] = {}
+
+
+def _audit(corpus_dir: Path, name: str, **kwargs: object) -> AuditReport:
+    key = name + repr(sorted(kwargs.items()))
+    if key not in _CACHE:
+        template = load_template(str(corpus_dir / f"{name}.jinja"))
+        _CACHE[key] = audit(template, analyze(template), **kwargs)  # type: ignore[arg-type]
+    return _CACHE[key]
+
+
+def _codes(report: AuditReport) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in report.findings:
+        out.setdefault(f.code, []).append(f)
+    return out
+
+
+def test_mistral_nemo_requires_alnum9_ids(corpus_dir: Path) -> None:
+    report = _audit(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
+    required = _codes(report)["id-form-required"]
+    assert "9-character alphanumeric" in required[0].message
+    assert "Tool call IDs should be alphanumeric strings with length 9!" in required[0].evidence
+    refused = _codes(report)["id-form-refused"]
+    assert "OpenAI-style" in refused[0].message
+
+
+def test_llama31_refuses_parallel_calls(corpus_dir: Path) -> None:
+    report = _audit(corpus_dir, "meta-llama-Llama-3.1-8B-Instruct")
+    refused = _codes(report)["parallel-calls-refused"]
+    assert refused[0].severity == "warning"
+    assert "only supports single tool-calls at once" in refused[0].evidence
+
+
+def test_functionary_v31_engines_differ_at_a_position(corpus_dir: Path) -> None:
+    report = _audit(corpus_dir, "meetkai-functionary-medium-v3.1")
+    codes = _codes(report)
+    assert "engines-agree" not in codes
+    differ = codes["engines-differ"]
+    assert "first differ at character" in differ[0].message
+    assert differ[0].evidence != differ[0].other_evidence
+    assert len(differ[0].evidence) <= 2 * 40 + 1
+
+
+def test_qwen25_results_linked_by_order_risk(corpus_dir: Path) -> None:
+    report = _audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
+    risk = _codes(report)["linked-by-order"][0]
+    assert risk.severity == "risk"
+    assert "out of call order will be attributed to the wrong call" in risk.message
+
+
+def test_qwen25_tools_in_system_turn_with_cost(corpus_dir: Path) -> None:
+    report = _audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
+    section = report.tool_section
+    assert [p.placement for p in section.placements] == ["system turn", "system turn"]
+    assert v.SYSTEM_TEXT in section.placements[0].evidence
+    assert section.per_tool_chars is not None and section.per_tool_chars > 0
+    assert section.fixed_chars is not None and section.fixed_chars > 0
+    assert section.descriptions == "written"
+    assert section.tokens == "unknown (no tokenizer)"
+
+
+def test_llama31_tools_in_user_turn(corpus_dir: Path) -> None:
+    report = _audit(corpus_dir, "meta-llama-Llama-3.1-8B-Instruct")
+    assert {p.placement for p in report.tool_section.placements} == {"user turn"}
+
+
+def test_user_tools_are_measured(corpus_dir: Path) -> None:
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Xqz weather now",
+                                                "parameters": {"type": "object", "properties": {}}}}]
+    report = _audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct", tools=tools)
+    assert report.tool_section.descriptions == "written"
+    assert report.tool_section.placements[0].placement == "system turn"
+    per_tool = report.tool_section.per_tool_chars
+    assert per_tool and per_tool > 0
+    # The user's one tool, not the sentinel tools, is what was measured.
+    assert per_tool != _audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct").tool_section.per_tool_chars
+
+
+def test_strftime_now_template_uses_the_date(corpus_dir: Path) -> None:
+    # Llama 3.2 calls strftime_now; Llama 3.1 only reads a date_string variable with a fixed default.
+    report = _audit(corpus_dir, "meta-llama-Llama-3.2-3B-Instruct")
+    found = _codes(report)["uses-current-date"][0]
+    assert found.severity == "risk"
+    assert "2031" in found.evidence
+    llama31 = _codes(_audit(corpus_dir, "meta-llama-Llama-3.1-8B-Instruct"))
+    assert "deterministic" in llama31
+    assert any("date_string" in f.message for f in llama31["context-variable"])
+
+
+def test_deterministic_template(corpus_dir: Path) -> None:
+    assert "deterministic" in _codes(_audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct"))
+
+
+def test_report_serialises_and_renders(corpus_dir: Path) -> None:
+    report = _audit(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["template"] == "mistralai-Mistral-Nemo-Instruct-2407"
+    assert {f["topic"] for f in data["findings"]} >= {"tools", "requirements", "nondeterminism", "engines",
+                                                      "results"}
+    text = render_text(report)
+    assert "tokens: unknown (no tokenizer)" in text
+    assert "requires 9-character alphanumeric ids" in text
+
+
+def test_excerpt_keeps_context_either_side() -> None:
+    text = "a" * 100 + "X" + "b" * 100
+    assert excerpt(text, 100, 101) == "a" * 60 + "X" + "b" * 60
+    assert excerpt(text, 0) == "a" * 60
+
+
+def test_audit_runs_on_the_whole_corpus(corpus_dir: Path) -> None:
+    paths = corpus.corpus_templates(corpus_dir)
+    assert len(paths) == 70
+    for path in paths:
+        template = load_template(str(path))
+        report = audit(template, analyze(template))
+        assert report.findings, path.stem
+        json.dumps(report.to_dict())
+        render_text(report)
+
+
+@pytest.mark.parametrize("name", ["Qwen-Qwen2.5-7B-Instruct"])
+def test_jinja2_engine_option(corpus_dir: Path, name: str) -> None:
+    report = _audit(corpus_dir, name, engine="jinja2")
+    assert report.engine == "jinja2"
