@@ -17,6 +17,7 @@ import click
 from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template
 from analyzer.backends.audit import audit as audit_template, render_text as render_audit
+from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
 from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
@@ -106,6 +107,32 @@ def audit(template: str, tools_file: str | None, as_json: bool, engine: str, var
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, sort_keys=True))
     else:
         click.echo(render_audit(report, style=click.style))
+
+
+@cli.command()
+@click.argument("templates", nargs=-1, required=True)
+@engine_option
+@variant_option
+def compare(templates: tuple[str, ...], engine: str, variant: str | None) -> None:
+    """A table of TEMPLATES side by side: format, markers, tool cost, results, ids, refusals, engines."""
+    rows = []
+    with click.progressbar(templates, label="auditing", file=sys.stderr, show_pos=True) as bar:
+        for spec in bar:
+            loaded = _load(spec, variant)
+            description = analyze_template(loaded, engine=engine)
+            rows.append(compare_row(description, audit_template(loaded, description, engine=engine)))
+    click.echo(render_table(rows, style=click.style))
+
+
+@cli.command("diff")
+@click.argument("old")
+@click.argument("new")
+@engine_option
+def diff_command(old: str, new: str, engine: str) -> None:
+    """What changed in behaviour between two versions of a template (markers, requirements, capabilities)."""
+    changes = diff_descriptions(analyze_template(_load(old, None), engine=engine),
+                                analyze_template(_load(new, None), engine=engine))
+    click.echo(render_changes(changes))
 
 
 @cli.command()

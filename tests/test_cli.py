@@ -184,3 +184,24 @@ def test_audit_reports_a_template_requirement(corpus_dir):
     assert any("alphanumeric" in finding["evidence"] for finding in report["findings"])
     code, out, _ = run(["audit", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")])
     assert code == 0 and "order" in out
+
+
+def test_compare_prints_one_row_per_template(corpus_dir):
+    names = ["Qwen-Qwen2.5-7B-Instruct", "mistralai-Mistral-Nemo-Instruct-2407", "meetkai-functionary-medium-v3.1"]
+    code, out, err = run(["compare", *[str(corpus_dir / f"{n}.jinja") for n in names]])
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[:2] == ["template", "format"] and len(lines) == 4
+    assert "alnum9" in lines[2] and "[TOOL_CALLS][" in lines[2]
+    assert lines[3].rstrip().endswith("differ")  # functionary v3.1 renders differently in jinja2
+
+
+def test_diff_shows_what_changed_in_behaviour(tmp_path, corpus_dir):
+    old = corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"
+    new = tmp_path / "qwen-v2.jinja"
+    new.write_text(old.read_text(encoding="utf-8").replace("<tool_call>", "<function_call>"), encoding="utf-8")
+    code, out, _ = run(["diff", str(old), str(new)])
+    assert code == 0
+    assert "calls.call: '<tool_call>\\n{call}\\n</tool_call>' -> '<function_call>\\n{call}\\n</tool_call>'" in out
+    code, out, _ = run(["diff", str(old), str(old)])
+    assert code == 0 and out.strip() == "no change in behaviour"
