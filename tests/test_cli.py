@@ -205,3 +205,9 @@ def test_diff_shows_what_changed_in_behaviour(tmp_path, corpus_dir):
     assert "calls.call: '<tool_call>\\n{call}\\n</tool_call>' -> '<function_call>\\n{call}\\n</tool_call>'" in out
     code, out, _ = run(["diff", str(old), str(old)])
     assert code == 0 and out.strip() == "no change in behaviour"
+
+
+def test_compare_runs_on_the_whole_corpus(corpus_paths):
+    code, out, err = run(["compare", *[str(p) for p in corpus_paths]])
+    assert code == 0, err
+    assert len(out.splitlines()) == 1 + len(corpus_paths)
