@@ -17,6 +17,7 @@ import click
 from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template
 from analyzer.backends.audit import audit as audit_template, render_text as render_audit
+from analyzer.backends.html_report import render_html
 from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
 from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Parser
@@ -96,13 +97,20 @@ def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str
 @click.argument("template")
 @click.option("--tools", "tools_file", default=None, help="JSON file with the tools list (default: two sample tools).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option("--html", "html_file", default=None, help="Also write a self-contained HTML page to this file.")
 @engine_option
 @variant_option
-def audit(template: str, tools_file: str | None, as_json: bool, engine: str, variant: str | None) -> None:
+def audit(template: str, tools_file: str | None, as_json: bool, html_file: str | None, engine: str,
+          variant: str | None) -> None:
     """Audit TEMPLATE: where tools go and their cost, refusals, date use, engine agreement, result linking."""
     loaded = _load(template, variant)
-    report = audit_template(loaded, analyze_template(loaded, engine=engine), tools=_read_tools(tools_file) or None,
-                            engine=engine)
+    description = analyze_template(loaded, engine=engine)
+    report = audit_template(loaded, description, tools=_read_tools(tools_file) or None, engine=engine)
+    if html_file:
+        try:
+            Path(html_file).write_text(render_html(loaded, description, report), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{html_file}: cannot write the HTML report: {exc.strerror or exc}") from None
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, sort_keys=True))
     else:
