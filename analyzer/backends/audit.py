@@ -13,13 +13,14 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import json
+from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import minijinja
 
 from analyzer.analysis import KNOWN_VARIABLES
-from analyzer.description import Capabilities, CallIds, Calls, FormatDescription, Results
+from analyzer.description import Capabilities, CallIds, Calls, FormatDescription, Results, Unknown
 from analyzer.diff import common_prefix_len, visible
 from analyzer.errors import RenderError
 from analyzer.render import variants as v
@@ -184,6 +185,22 @@ def _placement(with_tools: str, start: int, stop: int, end_marker: str | None, s
         "system turn" if after.startswith(v.SYSTEM_TEXT) else "user turn")
 
 
+def _tokenizer_beside(template: Template):
+    """The model's own tokenizer when a tokenizer.json sits beside the template (a Hugging Face model
+    folder): counts are then real token counts. None otherwise: no estimate stands in for a count."""
+    try:
+        origin = Path(template.origin)
+        folder = origin if origin.is_dir() else origin.parent
+        path = folder / "tokenizer.json"
+        if template.origin == "-" or not path.is_file():
+            return None
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(path))
+    except Exception:  # noqa: BLE001 - an unreadable tokenizer leaves tokens unknown, as with none
+        return None
+
+
 def _tool_section(template: Template, description: FormatDescription, compiled: CompiledTemplate,
                   tools: list | None, findings: list[Finding]) -> ToolSection:
     form = _form(description)
@@ -223,11 +240,16 @@ def _tool_section(template: Template, description: FormatDescription, compiled: 
     cost_opening = sys_user if description.capabilities.system_role.status == "yes" else [v.user()]
     lengths = [_render(compiled, cost_opening, t, extra) for t in (None, [first], [first, second])]
     fixed = per_tool = None
+    tokens = TOKENS_UNKNOWN
     if all(isinstance(r, str) for r in lengths):
         n0, n1, n2 = (len(r) for r in lengths)  # type: ignore[arg-type]
         per_tool = n2 - n1
         fixed = (n1 - n0) - per_tool
-    section = ToolSection(tuple(placements), fixed, per_tool, descriptions)
+        tokenizer = _tokenizer_beside(template)
+        if tokenizer is not None:
+            t0, t1, t2 = (len(tokenizer.encode(r, add_special_tokens=False).ids) for r in lengths)  # type: ignore[arg-type]
+            tokens = f"{(t1 - t0) - (t2 - t1)} fixed, {t2 - t1} per tool (tokenizer.json)"
+    section = ToolSection(tuple(placements), fixed, per_tool, descriptions, tokens)
 
     for p in section.placements:
         severity = "warning" if p.placement in ("error", "not written") else "info"
@@ -240,7 +262,16 @@ def _tool_section(template: Template, description: FormatDescription, compiled: 
     if per_tool is not None:
         findings.append(Finding("tools", "tool-cost", "info",
                                 f"tool section: {fixed} characters fixed, {per_tool} characters per tool; "
-                                f"tokens: {TOKENS_UNKNOWN}"))
+                                f"tokens: {section.tokens}"))
+    with_tools = _render(compiled, cost_opening, [first], extra)
+    if isinstance(with_tools, str):
+        form_name, where = _tool_json_form(first, with_tools)
+        message = {"as given": "tool definitions are written as the JSON they are given in",
+                   "re-indented": "tool definitions are written as JSON, re-indented",
+                   "function only": "tool definitions are written as JSON of the function alone (no type wrapper)",
+                   "rewritten": "tool definitions are rewritten into another form (not the JSON given)"}[form_name]
+        findings.append(Finding("tools", "tool-form", "info", message,
+                                excerpt(with_tools, where, where + 40) if where >= 0 else ""))
     if descriptions == "dropped":
         findings.append(Finding("tools", "descriptions-dropped", "warning",
                                 "tool descriptions are not written into the prompt: the model never sees them",
@@ -248,6 +279,21 @@ def _tool_section(template: Template, description: FormatDescription, compiled: 
     elif descriptions == "written":
         findings.append(Finding("tools", "descriptions-written", "info", "tool descriptions are written as given"))
     return section
+
+
+def _tool_json_form(tool: dict[str, Any], render: str) -> tuple[str, int]:
+    """How one tool definition is written: the JSON as given, re-indented, the function object alone,
+    or rewritten (none of those); with where it starts in the render (-1 when rewritten)."""
+    function = tool.get("function", tool) if isinstance(tool, dict) else tool
+    for form, value in (("as given", tool), ("function only", function)):
+        for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False, separators=(",", ":"))):
+            if text in render:
+                return form, render.find(text)
+        for indent in (2, 4, 1, "\t"):
+            text = json.dumps(value, ensure_ascii=False, indent=indent)
+            if text in render:
+                return "re-indented", render.find(text)
+    return "rewritten", -1
 
 
 def _descriptions(tools: list, render: str) -> str:
@@ -419,6 +465,50 @@ def _results(description: FormatDescription, findings: list[Finding]) -> None:
                                 "JSON tool results are escaped into a string before they are written"))
 
 
+# --------------------------------------------------------------------------- 6. history
+
+
+def _history(description: FormatDescription, compiled: CompiledTemplate, findings: list[Finding]) -> None:
+    """How an earlier assistant turn is written back: reasoning kept or dropped once a later user turn
+    follows, content beside calls, and whether roles must alternate."""
+    extra = _bound(description)
+    reasoning = description.reasoning
+    if not isinstance(reasoning, Unknown) and reasoning.field:
+        key = reasoning.field
+        turn = {"role": "assistant", "content": v.CONTENT_TEXT, key: v.REASONING_TEXT}
+        later = _render(compiled, [v.user(), turn, v.user(v.USER_TEXT2)], None, extra)
+        last = _render(compiled, [v.user(), turn], None, extra)
+        if isinstance(later, str) and isinstance(last, str):
+            kept = v.REASONING_TEXT in later
+            findings.append(Finding(
+                "history", "reasoning-on-later-turns", "info" if kept else "warning",
+                "reasoning of earlier turns is kept in history" if kept else
+                "reasoning is dropped from earlier turns once a later user turn follows (only the last turn keeps it)",
+                excerpt(later, later.find(v.CONTENT_TEXT), later.find(v.CONTENT_TEXT) + len(v.CONTENT_TEXT))))
+    calls = description.calls
+    if isinstance(calls, Calls):
+        kept = calls.content_before_calls
+        if kept == "dropped":
+            findings.append(Finding("history", "content-dropped", "warning",
+                                    "content written beside tool calls is dropped from history"))
+        elif kept == "calls dropped":
+            findings.append(Finding("history", "calls-dropped", "risk",
+                                    "an assistant turn with content and tool calls loses its calls in history"))
+        elif kept == "kept":
+            findings.append(Finding("history", "content-kept", "info", "content beside tool calls is kept in history"))
+        arguments = "a JSON string" if description.input_form.arguments_as_string else "a JSON object"
+        findings.append(Finding("history", "argument-form", "info",
+                                f"call arguments are written back from {arguments}"))
+    twice = _render(compiled, [v.user(), v.user(v.USER_TEXT2)], None, extra)
+    if isinstance(twice, RenderError):
+        findings.append(Finding("requirements", "alternating-roles", "warning",
+                                "requires user and assistant turns to alternate (two user turns in a row raise)",
+                                getattr(twice, "message", str(twice))))
+    elif isinstance(twice, str) and v.USER_TEXT2 not in twice:
+        findings.append(Finding("requirements", "consecutive-user-dropped", "warning",
+                                "of two user turns in a row, the second is not written"))
+
+
 # --------------------------------------------------------------------------- entry points
 
 
@@ -431,6 +521,7 @@ def audit(template: Template, description: FormatDescription, *, tools: list | N
     _nondeterminism(template, description, compiled, findings)
     _engines(template, description, findings)
     _results(description, findings)
+    _history(description, compiled, findings)
     return AuditReport(description.template.name, compiled.engine, description.format, section, tuple(findings))
 
 
@@ -440,7 +531,8 @@ def _plain(text: str, **_: object) -> str:
 
 _SEVERITY_COLOURS = {"info": "white", "warning": "yellow", "risk": "red"}
 _TOPICS = (("tools", "tool definitions"), ("requirements", "requirements and refusals"),
-           ("nondeterminism", "nondeterminism"), ("engines", "engine agreement"), ("results", "tool results"))
+           ("nondeterminism", "nondeterminism"), ("engines", "engine agreement"), ("results", "tool results"),
+           ("history", "written back into history"))
 
 
 def render_text(report: AuditReport, style: Style = _plain) -> str:

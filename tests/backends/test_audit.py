@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,23 @@ def test_audit_runs_on_the_whole_corpus(corpus_dir: Path) -> None:
 def test_jinja2_engine_option(corpus_dir: Path, name: str) -> None:
     report = _audit(corpus_dir, name, engine="jinja2")
     assert report.engine == "jinja2"
+
+
+def test_tokens_are_counted_with_the_tokenizer_beside_the_template(corpus_dir: Path, tmp_path: Path) -> None:
+    """A model folder with a tokenizer.json: the tool section's cost in that tokenizer's real tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = sorted(set(re.findall(r"\w+|[^\w\s]", (corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text())))
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["[UNK]", *words])}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "chat_template.jinja").write_text(
+        (corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8"), encoding="utf-8")
+    template = load_template(str(tmp_path))
+    report = audit(template, analyze(template))
+    match = re.fullmatch(r"(-?\d+) fixed, (\d+) per tool \(tokenizer\.json\)", report.tool_section.tokens)
+    assert match, report.tool_section.tokens
+    assert int(match.group(2)) > 0
+    # Without one, no count is made up.
+    plain = load_template(str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"))
+    assert audit(plain, analyze(plain)).tool_section.tokens == "unknown (no tokenizer)"
