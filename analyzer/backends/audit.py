@@ -46,7 +46,7 @@ class Finding:
     """One thing the audit found. ``severity``: "info", "warning" (an input the template refuses or
     changes) or "risk" (a way a correct-looking deployment goes wrong)."""
 
-    topic: str  # "tools" | "requirements" | "nondeterminism" | "engines" | "results"
+    topic: str  # "tools" | "requirements" | "nondeterminism" | "engines" | "results" | "history"
     code: str  # short stable identifier, e.g. "id-form-refused"
     severity: str
     message: str
@@ -477,14 +477,20 @@ def _history(description: FormatDescription, compiled: CompiledTemplate, finding
         key = reasoning.field
         turn = {"role": "assistant", "content": v.CONTENT_TEXT, key: v.REASONING_TEXT}
         later = _render(compiled, [v.user(), turn, v.user(v.USER_TEXT2)], None, extra)
-        last = _render(compiled, [v.user(), turn], None, extra)
+        last = _render(compiled, [v.user(), turn], None, extra, generation_prompt=False)
         if isinstance(later, str) and isinstance(last, str):
-            kept = v.REASONING_TEXT in later
-            findings.append(Finding(
-                "history", "reasoning-on-later-turns", "info" if kept else "warning",
-                "reasoning of earlier turns is kept in history" if kept else
-                "reasoning is dropped from earlier turns once a later user turn follows (only the last turn keeps it)",
-                excerpt(later, later.find(v.CONTENT_TEXT), later.find(v.CONTENT_TEXT) + len(v.CONTENT_TEXT))))
+            shown = v.REASONING_TEXT if v.REASONING_TEXT in later else v.CONTENT_TEXT
+            anchor = max(later.find(shown), 0)
+            if v.REASONING_TEXT in later:
+                severity, text = "info", "reasoning of earlier turns is kept in history"
+            elif v.REASONING_TEXT in last:
+                severity, text = "warning", ("reasoning is dropped from earlier turns once a later user turn "
+                                             "follows (only the last turn keeps it)")
+            else:
+                severity, text = "warning", ("the reasoning of an answer turn is not written back, on earlier turns or "
+                                             "on the last one")
+            findings.append(Finding("history", "reasoning-on-later-turns", severity, text,
+                                    excerpt(later, anchor, anchor + len(shown))))
     calls = description.calls
     if isinstance(calls, Calls):
         kept = calls.content_before_calls

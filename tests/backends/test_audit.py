@@ -160,3 +160,27 @@ def test_tokens_are_counted_with_the_tokenizer_beside_the_template(corpus_dir: P
     # Without one, no count is made up.
     plain = load_template(str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"))
     assert audit(plain, analyze(plain)).tool_section.tokens == "unknown (no tokenizer)"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("ByteDance-Seed-OSS", "kept in history"),
+    ("GLM-4.6", "dropped from earlier turns"),
+    # gpt-oss writes the analysis channel only on the final assistant turn of a finished conversation
+    ("openai-gpt-oss-120b", "dropped from earlier turns"),
+    # Kimi-K2-Thinking writes reasoning back on tool-call turns only, never beside a plain answer
+    ("Kimi-K2-Thinking", "not written back, on earlier turns or on the last one"),
+])
+def test_reasoning_in_history(corpus_dir: Path, name: str, expected: str) -> None:
+    finding = _codes(_audit(corpus_dir, name))["reasoning-on-later-turns"][0]
+    assert expected in finding.message
+    assert finding.severity == ("info" if expected == "kept in history" else "warning")
+    assert v.CONTENT_TEXT in finding.evidence or v.REASONING_TEXT in finding.evidence
+
+
+def test_history_of_calls_and_roles(corpus_dir: Path) -> None:
+    assert "calls-dropped" in _codes(_audit(corpus_dir, "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"))
+    nemo = _codes(_audit(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407"))
+    roles = nemo["alternating-roles"][0]
+    assert "alternate" in roles.evidence.lower()
+    qwen = _codes(_audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct"))
+    assert "content-kept" in qwen and "alternating-roles" not in qwen
