@@ -18,6 +18,7 @@ from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template
 from analyzer.backends.audit import audit as audit_template, render_text as render_audit
 from analyzer.backends.html_report import render_html
+from analyzer.backends.export import DEFAULT_N_PREDICT, ReplyCut, completion_request, send, stream_chunks
 from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
 from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Parser
@@ -270,6 +271,58 @@ def grammar(template: str, tools_file: str, tool_choice: str, no_parallel: bool,
     fields = result.to_llama_server() if result is not None else {
         "preserved_tokens": list(shape.markers()), "stop": list(shape.stops)}
     click.echo(json.dumps(fields, ensure_ascii=False, indent=2))
+
+
+@cli.command()
+@click.argument("template")
+@click.option("--messages", "messages_file", required=True, help="JSON file with the conversation (OpenAI messages).")
+@click.option("--tools", "tools_file", default=None, help="JSON file with the tools list.")
+@click.option("--tool-choice", default="auto", show_default=True,
+              help="auto (lazy grammar with triggers), required (eager), none (no grammar), or a tool's name.")
+@click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
+@click.option("--n-predict", type=click.IntRange(min=1), default=DEFAULT_N_PREDICT, show_default=True,
+              help="Most tokens the server may write.")
+@click.option("--thinking/--no-thinking", default=None,
+              help="The enable_thinking value the prompt is rendered with (default: the template's own).")
+@click.option("--send", "url", default=None,
+              help="Post the request to this llama-server (e.g. http://127.0.0.1:8080) and print the "
+                   "OpenAI chat.completion our parser makes of the reply.")
+@click.option("--stream", is_flag=True, help="With --send: stream, printing one chat.completion.chunk per line.")
+@engine_option
+@variant_option
+def export(template: str, messages_file: str, tools_file: str | None, tool_choice: str, no_parallel: bool,
+           n_predict: int, thinking: bool | None, url: str | None, stream: bool, engine: str,
+           variant: str | None) -> None:
+    """A llama-server /completion request for a conversation: prompt, grammar, triggers, stops.
+
+    Exit codes with --send: 3 no server answered, 4 the server returned an HTTP error, 5 the reply was
+    cut at --n-predict (the completion is still printed)."""
+    if stream and url is None:
+        raise InputError("--stream needs --send URL")
+    messages = _read_json_file(messages_file, "messages")
+    tools = _read_tools(tools_file)
+    loaded = _load(template, variant)
+    description = analyze_template(loaded, engine=engine)
+    try:
+        body = completion_request(loaded, description, messages, tools, tool_choice=tool_choice,
+                                  parallel=not no_parallel, n_predict=n_predict, thinking=thinking, engine=engine)
+    except InputError as exc:
+        raise InputError(f"{messages_file}: {exc.message}") from None
+    if url is None:
+        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+        return
+    parser = Parser(description, tools, thinking=thinking)
+    if stream:
+        finish = None
+        for chunk in stream_chunks(url, body, parser):
+            click.echo(json.dumps(chunk, ensure_ascii=False))
+            finish = chunk["choices"][0]["finish_reason"] or finish
+    else:
+        completion = send(url, body, parser)
+        click.echo(json.dumps(completion, ensure_ascii=False, indent=2))
+        finish = completion["choices"][0]["finish_reason"]
+    if finish == "length":
+        raise ReplyCut(f"{url}: the reply was cut at n_predict={n_predict}")
 
 
 @cli.group()

@@ -1,0 +1,201 @@
+"""The llama-server export: the request body on real corpus templates, and the client side of
+``--send`` against a local stand-in that answers in llama-server's /completion reply shape.
+
+The stand-in checks our half of the protocol (request fields, reply parsing, streaming, errors);
+it is not a llama-server, so it proves nothing about what a real server accepts."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from analyzer.analysis import analyze
+from analyzer.backends.export import completion_request, send, spell_for_template, stream_chunks
+from analyzer.backends.parser import Parser
+from analyzer.backends.parser.message import Message, apply
+from analyzer.backends.parser.message import Delta
+from analyzer.render.engines import compile_template
+from analyzer.sources import load_template
+
+from tests.test_cli import run
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+ASKED = [{"role": "user", "content": "What is the weather in Paris?"}]
+ANSWERED = [*ASKED,
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_abc", "type": "function",
+                 "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_abc", "content": "{\"temp\": 21}"}]
+
+
+def _template(corpus_dir: Path, name: str):
+    template = load_template(str(corpus_dir / f"{name}.jinja"))
+    return template, analyze(template)
+
+
+def test_request_is_the_template_prompt_with_grammar_fields(corpus_dir: Path) -> None:
+    template, description = _template(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
+    body = completion_request(template, description, ASKED, [WEATHER])
+    expected = compile_template(template).render(ASKED, tools=[WEATHER], add_generation_prompt=True)
+    assert body["prompt"] == expected
+    assert body["grammar_lazy"] is True
+    assert {"type": 1, "value": "<tool_call>"} in body["grammar_triggers"]
+    assert "<tool_call>" in body["preserved_tokens"] and body["stop"] == ["<|im_end|>"]
+    assert "get_weather" in body["grammar"] and body["n_predict"] > 0
+    eager = completion_request(template, description, ASKED, [WEATHER], tool_choice="required")
+    assert eager["grammar_lazy"] is False and not eager["grammar_triggers"]
+    none = completion_request(template, description, ASKED, [WEATHER], tool_choice="none")
+    assert "grammar" not in none and none["stop"] == ["<|im_end|>"]
+
+
+def test_ids_are_rewritten_to_the_form_the_template_accepts(corpus_dir: Path) -> None:
+    # Mistral Nemo raises on OpenAI-style ids; the call and its result must keep the same new id
+    template, description = _template(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
+    spelled = spell_for_template(ANSWERED, description)
+    new_id = spelled[1]["tool_calls"][0]["id"]
+    assert len(new_id) == 9 and new_id.isalnum() and spelled[2]["tool_call_id"] == new_id
+    body = completion_request(template, description, ANSWERED, [WEATHER])
+    assert body["prompt"].count(new_id) == 2 and "call_abc" not in body["prompt"]
+    assert ANSWERED[1]["tool_calls"][0]["id"] == "call_abc"  # the caller's messages are not changed
+
+
+def test_arguments_are_spelled_as_the_template_takes_them(corpus_dir: Path) -> None:
+    for name in ("Qwen-Qwen2.5-7B-Instruct", "meetkai-functionary-medium-v3.2"):
+        template, description = _template(corpus_dir, name)
+        arguments = spell_for_template(ANSWERED, description)[1]["tool_calls"][0]["function"]["arguments"]
+        assert isinstance(arguments, str) == description.input_form.arguments_as_string
+        prompt = completion_request(template, description, ANSWERED, [WEATHER])["prompt"]
+        assert "Paris" in prompt and "{\\\"city" not in prompt  # never double-encoded
+
+
+# --------------------------------------------------------------------------- --send against a stand-in
+
+
+class _StandIn(BaseHTTPRequestHandler):
+    """Answers POST /completion the way llama-server does, from ``server.script``."""
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.requests.append((self.path, body))  # type: ignore[attr-defined]
+        status, content, stop_type = self.server.script  # type: ignore[attr-defined]
+        if status != 200:
+            self._send(status, "application/json", json.dumps(
+                {"error": {"code": status, "message": "the grammar is not valid", "type": "invalid_request_error"}}))
+            return
+        final = {"content": "", "stop": True, "stop_type": stop_type, "tokens_evaluated": 17,
+                 "tokens_predicted": 9, "model": "stand-in"}
+        if not body.get("stream"):
+            self._send(200, "application/json", json.dumps({**final, "content": content}))
+            return
+        events = [{"content": ch, "stop": False} for ch in content] + [final]
+        self._send(200, "text/event-stream", "".join(f"data: {json.dumps(e)}\n\n" for e in events))
+
+    def _send(self, status: int, kind: str, text: str) -> None:
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def stand_in() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
+    server.requests = []  # type: ignore[attr-defined]
+    server.script = (200, "", "eos")  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _url(server: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+CALL_TEXT = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>"
+
+
+def test_send_makes_a_chat_completion(corpus_dir: Path, stand_in: ThreadingHTTPServer) -> None:
+    template, description = _template(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
+    body = completion_request(template, description, ASKED, [WEATHER])
+    stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
+    completion = send(_url(stand_in), body, Parser(description, [WEATHER]))
+    path, sent = stand_in.requests[0]  # type: ignore[attr-defined]
+    assert path == "/completion" and sent["stream"] is False and sent["grammar"] == body["grammar"]
+    choice = completion["choices"][0]
+    assert completion["object"] == "chat.completion" and choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] == "Let me check."
+    call = choice["message"]["tool_calls"][0]
+    assert call["function"] == {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}
+    assert completion["usage"] == {"prompt_tokens": 17, "completion_tokens": 9, "total_tokens": 26}
+
+
+def test_streaming_gives_the_batch_message(corpus_dir: Path, stand_in: ThreadingHTTPServer) -> None:
+    template, description = _template(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
+    body = completion_request(template, description, ASKED, [WEATHER])
+    parser = Parser(description, [WEATHER])
+    stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
+    chunks = list(stream_chunks(_url(stand_in), body, parser))
+    assert stand_in.requests[0][1]["stream"] is True  # type: ignore[attr-defined]
+    folded = Message()
+    for chunk in chunks[:-1]:
+        delta = chunk["choices"][0]["delta"]
+        call = (delta.get("tool_calls") or [{}])[0]
+        apply(folded, Delta(content=delta.get("content", ""), call_index=call.get("index"), call_id=call.get("id"),
+                            call_name=call.get("function", {}).get("name"),
+                            arguments=call.get("function", {}).get("arguments", "")))
+    batch = parser.parse(CALL_TEXT)
+    assert folded.content == batch.content
+    assert [(c.name, c.arguments, c.id) for c in folded.tool_calls] == \
+        [(c.name, c.arguments, c.id) for c in batch.tool_calls]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls" and chunks[-1]["usage"]["total_tokens"] == 26
+
+
+def _files(tmp_path: Path) -> list[str]:
+    (tmp_path / "messages.json").write_text(json.dumps(ASKED))
+    (tmp_path / "tools.json").write_text(json.dumps([WEATHER]))
+    return ["--messages", str(tmp_path / "messages.json"), "--tools", str(tmp_path / "tools.json")]
+
+
+def test_cli_prints_the_body_and_reports_server_errors_apart(corpus_dir: Path, tmp_path: Path,
+                                                             stand_in: ThreadingHTTPServer) -> None:
+    template = str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")
+    code, out, _ = run(["export", template, *_files(tmp_path), "--n-predict", "64"])
+    assert code == 0 and json.loads(out)["n_predict"] == 64
+
+    stand_in.script = (200, "Sunny in", "limit")  # type: ignore[attr-defined]
+    code, out, err = run(["export", template, *_files(tmp_path), "--send", _url(stand_in)])
+    assert code == 5 and "cut at n_predict" in err and err.count("\n") == 1
+    assert json.loads(out)["choices"][0]["finish_reason"] == "length"
+
+    stand_in.script = (400, "", "eos")  # type: ignore[attr-defined]
+    code, out, err = run(["export", template, *_files(tmp_path), "--send", _url(stand_in)])
+    assert code == 4 and "HTTP 400: the grammar is not valid" in err and out == ""
+
+    closed = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
+    port = closed.server_address[1]
+    closed.server_close()
+    code, out, err = run(["export", template, *_files(tmp_path), "--send", f"http://127.0.0.1:{port}"])
+    assert code == 3 and "no llama-server answered" in err and "Traceback" not in err
+
+
+def test_cli_rejects_bad_export_input(corpus_dir: Path, tmp_path: Path) -> None:
+    template = str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")
+    code, _, err = run(["export", template, *_files(tmp_path), "--stream"])
+    assert code == 2 and "--stream needs --send" in err
+    (tmp_path / "bad.json").write_text(json.dumps({"role": "user"}))
+    code, _, err = run(["export", template, "--messages", str(tmp_path / "bad.json")])
+    assert code == 2 and "bad.json" in err and "non-empty JSON list" in err
