@@ -410,6 +410,21 @@ class _Builder:
                 pieces.extend(self.markers(tuple(split_markers(item.text))))
             elif item.name == "key":
                 pieces.append(_Piece(literal(key), first=key, last=key))
+            elif form.syntax == "raw" and ends and _string_choices(schema):
+                # A raw string with an enum (or const): one of its values, not any text, so a model
+                # cannot write a value the schema refuses.
+                # The whitespace around it is written exactly as the template does: the parser takes
+                # the template's own whitespace off a raw value and keeps any other.
+                before = pattern[i - 1] if i else None
+                opened = split_markers(before.text) if isinstance(before, Text) else []
+                if pieces:
+                    pieces[-1] = replace(pieces[-1], trail=False)
+                values = choice(literal(value) for value in _string_choices(schema))
+                pieces.append(_Piece(seq(literal(opened[-1].trail) if opened and opened[-1].trail else "", values,
+                                         literal(ends[0].lead) if ends[0].lead else "")))
+                pieces.append(replace(self.marker(ends[0]), lead=False))
+                pieces.extend(self.markers(tuple(ends[1:])))
+                i += 1
             elif form.syntax == "raw" and ends:
                 # Raw text runs to the next literal and takes it in; whitespace around it is the text's.
                 if pieces:
@@ -451,6 +466,14 @@ def _same_call(one: str, other: str) -> bool:
     def norm(text: str) -> str:
         return _QUOTED_DIGITS.sub(r"\1", _SPACES.sub("", text))
     return norm(one) == norm(other)
+
+
+def _string_choices(schema: Any) -> list[str]:
+    """The values a string argument may take when its schema lists them (enum or const), else []."""
+    if not isinstance(schema, dict):
+        return []
+    values = schema.get("enum") or ([schema["const"]] if "const" in schema else [])
+    return list(values) if values and all(isinstance(value, str) for value in values) else []
 
 
 def _json_type(schema: Any) -> str:

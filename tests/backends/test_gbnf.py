@@ -575,3 +575,23 @@ def test_arguments_sorted_by_name_are_asked_for_sorted(corpus_dir):
     # (the section closer <|tool_response> ends the calls in this template)
     assert accepts(grammar, '<|tool_call>call:get_weather{days:3,location:<|"|>Paris<|"|>}<tool_call|><|tool_response>')
     assert not accepts(grammar, '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|><|tool_response>')
+
+
+def test_raw_string_with_an_enum_takes_only_its_values(corpus_dir):
+    """Tag/key-value formats write strings raw; an enum there must still hold, with the template's own
+    whitespace around the value (the parser takes off exactly that)."""
+    from analyzer.analysis import analyze
+    from analyzer.backends.parser import Parser
+    from analyzer.lower import lower
+    units = tool("set_unit", {"unit": {"type": "string", "enum": ["celsius", "kelvin"]}}, ["unit"])
+    template = load_template(str(corpus_dir / "Qwen3-Coder.jinja"))
+    description = analyze(template)
+    rendered = compile_template(template).render(
+        [{"role": "user", "content": "u"}, {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "set_unit", "arguments": {"unit": "kelvin"}}}]}],
+        tools=[units])
+    call = rendered[rendered.rindex("<tool_call>"):rendered.rindex("</tool_call>") + len("</tool_call>")]
+    assert "\nkelvin\n" in call
+    check(to_grammar(lower(description), [units], tool_choice="required"),
+          [call], [call.replace("kelvin", "fahrenheit"), call.replace("\nkelvin\n", "\n  kelvin\n")])
+    assert json.loads(Parser(description, [units]).parse(call).tool_calls[0].arguments) == {"unit": "kelvin"}
