@@ -122,6 +122,9 @@ class ReasoningShape:
     open: Literal
     close: Literal
     forced_open: bool
+    # thinking was turned off through the template's toggle: the parser still reads a block the model
+    # writes anyway, but a grammar gives it no room for one
+    switched_off: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +294,8 @@ def lower(description: FormatDescription, *, thinking: bool | None = None) -> Ou
         forced = r.forced_open if thinking is None or isinstance(r.toggle, Unknown) else (
             r.opened_when_thinking if thinking else False)
         if open_m and close_m:
-            reasoning = ReasoningShape(tuple(open_m), tuple(close_m), forced)
+            switched_off = thinking is False and not isinstance(r.toggle, Unknown)
+            reasoning = ReasoningShape(tuple(open_m), tuple(close_m), forced, switched_off)
     calls_shape = None
     id_form = "openai"
     if isinstance(description.calls, Calls):

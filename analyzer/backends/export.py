@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from analyzer.backends.gbnf import to_grammar
+from analyzer.backends.gbnf import preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.message import Delta, Message
 from analyzer.description import FormatDescription, Unknown
@@ -125,7 +125,7 @@ def completion_request(template: Template, description: FormatDescription, messa
     shape = lower(description, thinking=thinking)
     grammar = to_grammar(shape, tools, tool_choice=tool_choice, parallel=parallel) if tools else None
     fields = grammar.to_llama_server() if grammar is not None else {
-        "preserved_tokens": list(shape.markers()), "stop": list(shape.stops)}
+        "preserved_tokens": list(preserved_tokens(shape)), "stop": list(shape.stops)}
     return {"prompt": prompt, "n_predict": n_predict, **fields}
 
 

@@ -96,8 +96,26 @@ def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: 
     stops = _server_stops(shape)
     if tool_choice == "auto":
         return Grammar(builder.rules.text(section), True, (_trigger(shape, shape.calls, declared),),
-                       shape.markers(), stops)
-    return Grammar(builder.rules.text(builder.eager(section)), False, (), shape.markers(), stops)
+                       preserved_tokens(shape), stops)
+    return Grammar(builder.rules.text(builder.eager(section)), False, (), preserved_tokens(shape), stops)
+
+
+_BRACKETED_WORD = re.compile(r"[<\[][^\s<>\[\]]+[>\]]")
+
+
+def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
+    """The texts a server should keep when the model writes them as special tokens: every marker, and
+    the bracketed word a marker starts with when the marker is longer (``[TOOL_CALLS]`` of
+    ``[TOOL_CALLS][``, ``<|tool_call_begin|>`` of ``<|tool_call_begin|>functions.``). A vocabulary
+    holds such words as single special tokens; llama-server skips entries that are not one token, so
+    listing the longer marker too costs nothing, and without the word the server would drop its text."""
+    found: list[str] = []
+    for marker in shape.markers():
+        word = _BRACKETED_WORD.match(marker)
+        for text in (marker, word.group() if word else ""):
+            if text and text not in found:
+                found.append(text)
+    return tuple(found)
 
 
 def _server_stops(shape: OutputShape) -> tuple[str, ...]:
@@ -237,7 +255,7 @@ class _Builder:
         ws = self.rules.ws()
         reasoning = self.shape.reasoning
         prefix = self.join(self.markers(self.shape.prefix)).expr
-        if reasoning is None:
+        if reasoning is None or reasoning.switched_off:
             return seq(ws, optional(seq(prefix, ws)), section)
         if not reasoning.forced_open:
             return seq(ws, optional(seq(prefix, ws)), optional(seq(self.reasoning(), ws)), section)

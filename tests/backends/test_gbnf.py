@@ -595,3 +595,18 @@ def test_raw_string_with_an_enum_takes_only_its_values(corpus_dir):
     check(to_grammar(lower(description), [units], tool_choice="required"),
           [call], [call.replace("kelvin", "fahrenheit"), call.replace("\nkelvin\n", "\n  kelvin\n")])
     assert json.loads(Parser(description, [units]).parse(call).tool_calls[0].arguments) == {"unit": "kelvin"}
+
+
+def test_preserved_tokens_name_the_bracketed_word_a_marker_starts_with():
+    shape = make_shape((Marker("[TOOL_CALLS]["), Name(), JsonArgs("object"), Marker("]")))
+    preserved = to_grammar(shape, [WEATHER_TOOL]).preserved_tokens  # type: ignore[union-attr]
+    assert preserved[:2] == ("[TOOL_CALLS][", "[TOOL_CALLS]") and "]" in preserved
+
+
+def test_thinking_switched_off_leaves_no_room_for_reasoning():
+    think = ((Marker("<think>"),), (Marker("</think>"),))
+    on = make_shape(TAG_CALL, reasoning=ReasoningShape(*think, False))
+    off = make_shape(TAG_CALL, reasoning=ReasoningShape(*think, False, switched_off=True))
+    text = '<think>hm</think><call>\nget_weather({"location": "Paris"})</call>'
+    check(to_grammar(on, [WEATHER_TOOL], tool_choice="required"), [text], [])
+    check(to_grammar(off, [WEATHER_TOOL], tool_choice="required"), [text[len("<think>hm</think>"):]], [text])
