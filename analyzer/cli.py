@@ -18,7 +18,7 @@ from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template
 from analyzer.backends.audit import audit as audit_template, render_text as render_audit
 from analyzer.backends.html_report import render_html
-from analyzer.backends.export import DEFAULT_N_PREDICT, ReplyCut, completion_request, send, stream_chunks
+from analyzer.backends.export import DEFAULT_N_PREDICT, MessagesError, ReplyCut, completion_request, send, stream_chunks
 from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
 from analyzer.backends.gbnf import preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
@@ -306,8 +306,8 @@ def export(template: str, messages_file: str, tools_file: str | None, tool_choic
     try:
         body = completion_request(loaded, description, messages, tools, tool_choice=tool_choice,
                                   parallel=not no_parallel, n_predict=n_predict, thinking=thinking, engine=engine)
-    except InputError as exc:
-        raise InputError(f"{messages_file}: {exc.message}") from None
+    except MessagesError as exc:
+        raise MessagesError(f"{messages_file}: {exc.message}") from None
     if url is None:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))
         return

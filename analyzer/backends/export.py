@@ -30,6 +30,10 @@ from analyzer.template import Template
 DEFAULT_N_PREDICT = 512
 
 
+class MessagesError(InputError):
+    """The conversation given for the prompt is malformed."""
+
+
 class ServerUnreachable(AnalyzerError):
     """No llama-server answered at the URL (refused connection, unknown host, timeout)."""
 
@@ -53,10 +57,10 @@ class ReplyCut(AnalyzerError):
 
 def _check_messages(messages: Any) -> list[dict[str, Any]]:
     if not isinstance(messages, list) or not messages:
-        raise InputError("messages must be a non-empty JSON list of message objects")
+        raise MessagesError("messages must be a non-empty JSON list of message objects")
     for number, message in enumerate(messages, 1):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise InputError(f"message {number} is not an object with a \"role\"")
+            raise MessagesError(f"message {number} is not an object with a \"role\"")
     return messages
 
 
@@ -96,7 +100,7 @@ def _spell_call(call: Any, as_string: bool, id_form: str, renamed_ids: dict[str,
         try:
             call["function"]["arguments"] = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError:
-            raise InputError(f"call to {call['function'].get('name')!r}: arguments are not valid JSON") from None
+            raise MessagesError(f"call to {call['function'].get('name')!r}: arguments are not valid JSON") from None
     old = call.get("id")
     if id_form == "alnum9" and isinstance(old, str) and not (len(old) == 9 and old.isalnum()):
         renamed_ids[old] = renamed_ids.get(old) or _alnum9(old)
@@ -221,4 +225,4 @@ def _chunk(completion_id: str, event: dict[str, Any], delta: Delta) -> dict[str,
 
 
 __all__ = ["completion_request", "spell_for_template", "send", "stream_chunks", "ServerUnreachable",
-           "ServerRefused", "ReplyCut", "DEFAULT_N_PREDICT"]
+           "ServerRefused", "ReplyCut", "MessagesError", "DEFAULT_N_PREDICT"]
