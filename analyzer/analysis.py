@@ -8,6 +8,7 @@ calls (with their arguments), results, and the capabilities that collect what ea
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import minijinja
 
@@ -21,7 +22,9 @@ from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
 from analyzer.detect.turn import detect_turn
 from analyzer.render import variants as v
-from analyzer.render.engines import DEFAULT_ENGINE, RenderLimits, compile_mutable, compile_template
+from analyzer.render.engines import (
+    DEFAULT_ENGINE, CompiledTemplate, RenderLimits, compile_mutable, compile_template,
+)
 from analyzer.render.session import Failed, Session
 from analyzer.template import Template
 
@@ -147,3 +150,17 @@ def _bind_missing_variables(template: Template, session: Session, warnings: list
         return session
     warnings.append(f"the template reads variables of its own, bound to empty strings: {', '.join(missing)}")
     return bound
+
+
+def compile_as_analysed(template: Template, description: FormatDescription,
+                        engine: str = DEFAULT_ENGINE) -> CompiledTemplate:
+    """The template compiled for rendering beside its description: ``engine``, unless the analysis
+    had to fall back to jinja2 with list mutation, which the template then needs."""
+    if description.template.engine == "jinja2-mutable":
+        return compile_mutable(template)
+    return compile_template(template, engine)
+
+
+def bound_context(description: FormatDescription) -> dict[str, Any]:
+    """The variables the analysis bound so the template renders at all (each to "")."""
+    return {name: "" for name in description.bound_variables}

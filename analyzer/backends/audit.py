@@ -19,13 +19,13 @@ from typing import Any, Callable
 
 import minijinja
 
-from analyzer.analysis import KNOWN_VARIABLES
+from analyzer.analysis import KNOWN_VARIABLES, bound_context, compile_as_analysed
 from analyzer.description import Capabilities, CallIds, Calls, FormatDescription, Results, Unknown
 from analyzer.diff import common_prefix_len, visible
 from analyzer.errors import RenderError
 from analyzer.render import variants as v
 from analyzer.render.engines import (
-    DEFAULT_ENGINE, CompiledTemplate, compile_mutable, compile_template,
+    DEFAULT_ENGINE, CompiledTemplate, compile_template,
 )
 from analyzer.template import Template
 
@@ -115,14 +115,6 @@ def _form(description: FormatDescription) -> v.InputForm:
                        id_form=f.id_form, tool_descriptions=f.tool_descriptions)
 
 
-def _bound(description: FormatDescription) -> dict[str, Any]:
-    return {name: "" for name in description.bound_variables}
-
-
-def _compile(template: Template, description: FormatDescription, engine: str) -> CompiledTemplate:
-    if description.template.engine == "jinja2-mutable":
-        return compile_mutable(template)
-    return compile_template(template, engine)
 
 
 # --------------------------------------------------------------------------- 1. tool definitions
@@ -204,7 +196,7 @@ def _tokenizer_beside(template: Template):
 def _tool_section(template: Template, description: FormatDescription, compiled: CompiledTemplate,
                   tools: list | None, findings: list[Finding]) -> ToolSection:
     form = _form(description)
-    extra = _bound(description)
+    extra = bound_context(description)
     given = tools if tools else v.tools(form)
     first = given[0]
     second = given[1] if len(given) > 1 else given[0]
@@ -361,7 +353,7 @@ def _own_variables(template: Template) -> list[str]:
 
 def _nondeterminism(template: Template, description: FormatDescription, compiled: CompiledTemplate,
                     findings: list[Finding]) -> None:
-    extra = _bound(description)
+    extra = bound_context(description)
     opening = [v.user()]
     tools = v.tools(_form(description))
     base = _render(compiled, opening, tools, extra)
@@ -411,7 +403,7 @@ def _engines(template: Template, description: FormatDescription, findings: list[
             compiled[name] = compile_template(template, name)
         except Exception as exc:  # noqa: BLE001 - a syntax error in one engine is the finding
             compiled[name] = RenderError(getattr(exc, "message", str(exc)))
-    extra = _bound(description)
+    extra = bound_context(description)
     tools = v.tools(_form(description))
     all_same = True
     for label, messages, with_tools, prompt in _conversations(description):
@@ -471,7 +463,7 @@ def _results(description: FormatDescription, findings: list[Finding]) -> None:
 def _history(description: FormatDescription, compiled: CompiledTemplate, findings: list[Finding]) -> None:
     """How an earlier assistant turn is written back: reasoning kept or dropped once a later user turn
     follows, content beside calls, and whether roles must alternate."""
-    extra = _bound(description)
+    extra = bound_context(description)
     reasoning = description.reasoning
     if not isinstance(reasoning, Unknown) and reasoning.field:
         key = reasoning.field
@@ -520,7 +512,7 @@ def _history(description: FormatDescription, compiled: CompiledTemplate, finding
 
 def audit(template: Template, description: FormatDescription, *, tools: list | None = None,
           engine: str = DEFAULT_ENGINE) -> AuditReport:
-    compiled = _compile(template, description, engine)
+    compiled = compile_as_analysed(template, description, engine)
     findings: list[Finding] = []
     section = _tool_section(template, description, compiled, tools, findings)
     _requirements(description, findings)

@@ -18,13 +18,14 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from analyzer.analysis import bound_context, compile_as_analysed
 from analyzer.backends.gbnf import preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.message import Delta, Message
 from analyzer.description import FormatDescription, Unknown
 from analyzer.errors import AnalyzerError, InputError
 from analyzer.lower import lower
-from analyzer.render.engines import DEFAULT_ENGINE, compile_mutable, compile_template
+from analyzer.render.engines import DEFAULT_ENGINE
 from analyzer.template import Template
 
 DEFAULT_N_PREDICT = 512
@@ -120,11 +121,10 @@ def completion_request(template: Template, description: FormatDescription, messa
     """A llama-server ``/completion`` body: the prompt with its generation prompt, the grammar fields
     for ``tool_choice`` and the stop strings that end the assistant turn."""
     spelled = spell_for_template(_check_messages(messages), description)
-    extra: dict[str, Any] = {name: "" for name in description.bound_variables}
+    extra = bound_context(description)
     if thinking is not None:
         extra["enable_thinking"] = thinking
-    compiled = compile_mutable(template) if description.template.engine == "jinja2-mutable" \
-        else compile_template(template, engine)
+    compiled = compile_as_analysed(template, description, engine)
     prompt = compiled.render(spelled, tools=tools or None, add_generation_prompt=True, extra=extra)
     shape = lower(description, thinking=thinking)
     grammar = to_grammar(shape, tools, tool_choice=tool_choice, parallel=parallel) if tools else None

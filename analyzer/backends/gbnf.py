@@ -103,6 +103,12 @@ def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: 
 _BRACKETED_WORD = re.compile(r"[<\[][^\s<>\[\]]+[>\]]")
 
 
+def special_word(marker: str) -> str:
+    """The bracketed word a marker starts with (``<tool_call>``, ``[TOOL_CALLS]``), or ""."""
+    word = _BRACKETED_WORD.match(marker)
+    return word.group() if word else ""
+
+
 def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
     """The texts a server should keep when the model writes them as special tokens: every marker, and
     the bracketed word a marker starts with when the marker is longer (``[TOOL_CALLS]`` of
@@ -111,8 +117,7 @@ def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
     listing the longer marker too costs nothing, and without the word the server would drop its text."""
     found: list[str] = []
     for marker in shape.markers():
-        word = _BRACKETED_WORD.match(marker)
-        for text in (marker, word.group() if word else ""):
+        for text in (marker, special_word(marker)):
             if text and text not in found:
                 found.append(text)
     return tuple(found)

@@ -17,7 +17,7 @@ from typing import Any
 
 from analyzer.backends.audit import AuditReport
 from analyzer.description import Calls, FormatDescription, Reasoning, Results, Text
-from analyzer.render.engines import compile_mutable, compile_template
+from analyzer.analysis import bound_context, compile_as_analysed
 from analyzer.render.session import Session
 from analyzer.template import Template
 
@@ -123,10 +123,9 @@ def _diff_columns(left: str, right: str) -> tuple[str, str]:
 
 def _renders(template: Template, description: FormatDescription) -> tuple[str, str, str]:
     """A conversation with a call and its result, and the model's output for an answer and for a call."""
-    engine = description.template.engine
-    compiled = compile_mutable(template) if engine == "jinja2-mutable" else compile_template(template, engine)
+    compiled = compile_as_analysed(template, description, description.template.engine)
     form = description.input_form
-    extra = {name: "" for name in description.bound_variables}
+    extra = bound_context(description)
     arguments: Any = {"location": "Paris"}
     call = {"id": "Ab3De6Gh9", "type": "function", "function": {
         "name": "get_weather", "arguments": json.dumps(arguments) if form.arguments_as_string else arguments}}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import subprocess
 import time
@@ -23,6 +22,7 @@ import pytest
 from analyzer import corpus
 from analyzer.analysis import analyze
 from analyzer.backends.export import completion_request, send, stream_chunks
+from analyzer.backends.gbnf import special_word
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.message import Delta, Message, apply
 from analyzer.sources import load_template
@@ -116,18 +116,10 @@ def _vocab(binary: Path) -> Path:
     pytest.fail(f"no ggml-vocab-qwen2.gguf beside {binary}")
 
 
-_SPECIAL = re.compile(r"[<\[][^\s<>\[\]]+[>\]]")
-
-
 def _special_pieces(markers: list[str]) -> list[str]:
     """The bracketed words markers start with (``<tool_call>``, ``[TOOL_CALLS]``, ``<|im_end|>``): what a
     real vocabulary makes special tokens. Punctuation markers such as "," stay ordinary text."""
-    pieces = []
-    for marker in markers:
-        match = _SPECIAL.match(marker)
-        if match and match.group() not in pieces:
-            pieces.append(match.group())
-    return pieces
+    return list(dict.fromkeys(word for word in map(special_word, markers) if word))
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
