@@ -22,6 +22,7 @@ from analyzer.analysis import bound_context, compile_as_analysed
 from analyzer.backends.gbnf import preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.message import Delta, Message
+from analyzer.backends.parser.stream import generated_id
 from analyzer.description import FormatDescription, Unknown
 from analyzer.errors import AnalyzerError, InputError
 from analyzer.lower import lower
@@ -104,14 +105,9 @@ def _spell_call(call: Any, as_string: bool, id_form: str, renamed_ids: dict[str,
             raise MessagesError(f"call to {call['function'].get('name')!r}: arguments are not valid JSON") from None
     old = call.get("id")
     if id_form == "alnum9" and isinstance(old, str) and not (len(old) == 9 and old.isalnum()):
-        renamed_ids[old] = renamed_ids.get(old) or _alnum9(old)
+        renamed_ids[old] = renamed_ids.get(old) or generated_id("alnum9", len(renamed_ids), "", old)
         call["id"] = renamed_ids[old]
     return call
-
-
-def _alnum9(seed: str) -> str:
-    digits = uuid.uuid5(uuid.NAMESPACE_OID, seed).hex
-    return digits[:9]
 
 
 def completion_request(template: Template, description: FormatDescription, messages: Any,

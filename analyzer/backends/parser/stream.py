@@ -32,7 +32,7 @@ class StreamParser:
 
     def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *, validate: bool = True):
         self.shape = shape
-        self.tools = _tool_schemas(tools or [])
+        self.tools = tool_schemas(tools or [])
         self.validate = validate and bool(tools)
         self.message = Message()
         self._buf = ""
@@ -531,13 +531,13 @@ class StreamParser:
 
     def _emit_call(self, deltas: list[Delta], match: CallMatch) -> None:
         index = len(self.message.tool_calls)
-        call_id = match.call_id or _generated_id(self.shape.id_form, index, match.name, self._buf[:match.end])
+        call_id = match.call_id or generated_id(self.shape.id_form, index, match.name, self._buf[:match.end])
         arguments = match.arguments if match.arguments is not None else {}
         text = match.arguments_text or json.dumps(arguments, ensure_ascii=False)
         self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=match.name))
         self._emit(deltas, Delta(call_index=index, arguments=text))
         if self.validate:
-            for problem in _validate(self.tools, match.name, arguments, index):
+            for problem in validate_call(self.tools, match.name, arguments, index):
                 self._error(deltas, problem)
 
     def _malformed(self, deltas: list[Delta], reason: str, final: bool) -> None:
@@ -608,7 +608,7 @@ def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
     return best
 
 
-def _tool_schemas(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def tool_schemas(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     schemas: dict[str, dict[str, Any]] = {}
     for tool in tools:
         function = tool.get("function", tool) if isinstance(tool, dict) else {}
@@ -619,7 +619,7 @@ def _tool_schemas(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return schemas
 
 
-def _validate(tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, Any], index: int) -> list[ParseError]:
+def validate_call(tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, Any], index: int) -> list[ParseError]:
     if name not in tools:
         return [ParseError("unknown_tool", f"call {index}: {name!r} is not a declared tool", call_index=index)]
     schema = tools[name]
@@ -650,7 +650,7 @@ def _schema_problems(schema: dict[str, Any], name: str, arguments: dict[str, Any
     return problems
 
 
-def _generated_id(form: str, index: int, name: str, text: str) -> str:
+def generated_id(form: str, index: int, name: str, text: str) -> str:
     """An id in the form the template accepts, derived from the call's own text: distinct calls get
     distinct ids, and batch and stream agree."""
     digest = hashlib.sha256(f"{index}:{name}:{text}".encode()).digest()
