@@ -28,12 +28,12 @@ from analyzer.render.engines import (
     DEFAULT_ENGINE, CompiledTemplate, compile_template,
 )
 from analyzer.template import Template
+from analyzer.tokenizer import TOKENS_UNKNOWN, tokenizer_beside
 
 Style = Callable[..., str]
 
 CONTEXT = 60  # characters of evidence either side of a finding's position
 ENGINE_CONTEXT = 40  # characters of each engine's render around their first difference
-TOKENS_UNKNOWN = "unknown (no tokenizer)"
 # A second clock for strftime_now, different from the engines' fixed one in every field.
 OTHER_NOW = _dt.datetime(2031, 11, 27, 21, 47, 53)
 VARIABLE_SENTINEL = "Zqz caller value"
@@ -177,22 +177,6 @@ def _placement(with_tools: str, start: int, stop: int, end_marker: str | None, s
         "system turn" if after.startswith(v.SYSTEM_TEXT) else "user turn")
 
 
-def _tokenizer_beside(template: Template):
-    """The model's own tokenizer when a tokenizer.json sits beside the template (a Hugging Face model
-    folder): counts are then real token counts. None otherwise: no estimate stands in for a count."""
-    try:
-        origin = Path(template.origin)
-        folder = origin if origin.is_dir() else origin.parent
-        path = folder / "tokenizer.json"
-        if template.origin == "-" or not path.is_file():
-            return None
-        from tokenizers import Tokenizer
-
-        return Tokenizer.from_file(str(path))
-    except Exception:  # noqa: BLE001 - an unreadable tokenizer leaves tokens unknown, as with none
-        return None
-
-
 def _tool_section(template: Template, description: FormatDescription, compiled: CompiledTemplate,
                   tools: list | None, findings: list[Finding]) -> ToolSection:
     form = _form(description)
@@ -237,7 +221,7 @@ def _tool_section(template: Template, description: FormatDescription, compiled: 
         n0, n1, n2 = (len(r) for r in lengths)  # type: ignore[arg-type]
         per_tool = n2 - n1
         fixed = (n1 - n0) - per_tool
-        tokenizer = _tokenizer_beside(template)
+        tokenizer = tokenizer_beside(template)
         if tokenizer is not None:
             t0, t1, t2 = (len(tokenizer.encode(r, add_special_tokens=False).ids) for r in lengths)  # type: ignore[arg-type]
             tokens = f"{(t1 - t0) - (t2 - t1)} fixed, {t2 - t1} per tool (tokenizer.json)"
