@@ -23,6 +23,7 @@ from analyzer.backends.compare import compare_row, diff_descriptions, render_cha
 from analyzer.backends.gbnf import preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
+from analyzer.backends.prompted import STYLES, ConversationError, prompted as prompted_setup
 from analyzer.description import dumps, to_dict
 from analyzer.lower import lower
 from analyzer.errors import AnalyzerError, InputError, RenderError
@@ -288,10 +289,13 @@ def grammar(template: str, tools_file: str, tool_choice: str, no_parallel: bool,
               help="Post the request to this llama-server (e.g. http://127.0.0.1:8080) and print the "
                    "OpenAI chat.completion our parser makes of the reply.")
 @click.option("--stream", is_flag=True, help="With --send: stream, printing one chat.completion.chunk per line.")
+@click.option("--tool-format", type=click.Choice(["auto", "native", *STYLES]), default="auto", show_default=True,
+              help="native: the template's own call format; json/fenced: the prompted format (see `prompted`); "
+                   "auto: native when the template writes calls, else prompted json.")
 @engine_option
 @variant_option
 def export(template: str, messages_file: str, tools_file: str | None, tool_choice: str, no_parallel: bool,
-           n_predict: int, thinking: bool | None, url: str | None, stream: bool, engine: str,
+           n_predict: int, thinking: bool | None, url: str | None, stream: bool, tool_format: str, engine: str,
            variant: str | None) -> None:
     """A llama-server /completion request for a conversation: prompt, grammar, triggers, stops.
 
@@ -303,15 +307,27 @@ def export(template: str, messages_file: str, tools_file: str | None, tool_choic
     tools = _read_tools(tools_file)
     loaded = _load(template, variant)
     description = analyze_template(loaded, engine=engine)
+    if tool_format == "auto":
+        tool_format = "native" if description.format != "none" or not tools else "json"
+        if tool_format == "json":
+            click.echo(f"{loaded.name}: the template writes no tool calls: using the prompted json format", err=True)
+    parser: Any
     try:
-        body = completion_request(loaded, description, messages, tools, tool_choice=tool_choice,
-                                  parallel=not no_parallel, n_predict=n_predict, thinking=thinking, engine=engine)
-    except MessagesError as exc:
-        raise MessagesError(f"{messages_file}: {exc.message}") from None
+        if tool_format == "native":
+            body = completion_request(loaded, description, messages, tools, tool_choice=tool_choice,
+                                      parallel=not no_parallel, n_predict=n_predict, thinking=thinking, engine=engine)
+            parser = Parser(description, tools, thinking=thinking)
+        else:
+            if not tools:
+                raise InputError(f"the prompted {tool_format} format needs --tools")
+            setup = prompted_setup(loaded, description, messages, tools, style=tool_format, tool_choice=tool_choice,
+                                   parallel=not no_parallel, thinking=thinking, engine=engine)
+            body, parser = setup.completion_request(n_predict), setup.parser
+    except (MessagesError, ConversationError) as exc:
+        raise type(exc)(f"{messages_file}: {exc.message}") from None
     if url is None:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))
         return
-    parser = Parser(description, tools, thinking=thinking)
     if stream:
         finish = None
         for chunk in stream_chunks(url, body, parser):
@@ -323,6 +339,37 @@ def export(template: str, messages_file: str, tools_file: str | None, tool_choic
         finish = completion["choices"][0]["finish_reason"]
     if finish == "length":
         raise ReplyCut(f"{url}: the reply was cut at n_predict={n_predict}")
+
+
+@cli.command("prompted")
+@click.argument("template")
+@click.option("--tools", "tools_file", required=True, help="JSON file with the tools list.")
+@click.option("--tool-choice", default="auto", show_default=True,
+              help="auto (a call or an answer), required (a call), none (an answer), or a tool's name.")
+@click.option("--style", type=click.Choice(STYLES), default="json", show_default=True,
+              help="json: every reply is one JSON object; fenced: prose, with calls in ```tool_call blocks.")
+@click.option("--no-parallel", is_flag=True, help="Fenced style: allow one call per reply.")
+@click.option("--messages", "messages_file", default=None,
+              help="JSON file with a conversation: also print its prompt, rendered by the template.")
+@click.option("--thinking/--no-thinking", default=None,
+              help="The enable_thinking value the prompt is rendered with (default: the template's own).")
+@engine_option
+@variant_option
+def prompted(template: str, tools_file: str, tool_choice: str, style: str, no_parallel: bool,
+             messages_file: str | None, thinking: bool | None, engine: str, variant: str | None) -> None:
+    """Tool calling through the prompt, for templates with no tool format of their own: the system
+    prompt text, the reply format, a grammar and a JSON schema that enforce it, as one JSON object."""
+    tools = _read_tools(tools_file)
+    if not tools:
+        raise InputError(f"{tools_file}: no tools declared")
+    messages = _read_json_file(messages_file, "messages") if messages_file else None
+    loaded = _load(template, variant)
+    try:
+        setup = prompted_setup(loaded, analyze_template(loaded, engine=engine), messages, tools, style=style,
+                               tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking, engine=engine)
+    except ConversationError as exc:
+        raise ConversationError(f"{messages_file}: {exc.message}") from None
+    click.echo(json.dumps(setup.to_dict(with_prompt=messages is not None), ensure_ascii=False, indent=2))
 
 
 @cli.group()

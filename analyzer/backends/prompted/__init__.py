@@ -1,0 +1,110 @@
+"""Tool calling through the prompt, for templates that write no tool calls of their own.
+
+    setup = prompted(template, description, messages, tools, style="json", tool_choice="auto")
+    setup.system_text          # the tools and the reply format, as the system prompt holds them
+    setup.prompt.text          # the conversation rendered by the model's own template
+    setup.grammar              # GBNF (llama-server fields via .to_llama_server()), or None
+    setup.response_format      # the same replies as a JSON schema, for servers that take schemas
+    setup.parser.parse(text)   # a reply read back into an OpenAI-style message
+
+Everything is made from one ``PromptedFormat`` (format.py), as the native path is made from a
+template's format description.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.backends.gbnf import Grammar
+from analyzer.backends.prompted.conversation import (
+    ConversationError, NoPlaceForTools, PromptedPrompt, render_prompt,
+)
+from analyzer.backends.prompted.format import (
+    ANSWER_KEY, RESULTS_HEADER, STYLES, PromptedFormat, answer_text, call_text, fenced, prompted_format,
+    results_text, system_text,
+)
+from analyzer.backends.prompted.grammar import preserved_tokens, response_format, to_prompted_grammar
+from analyzer.backends.prompted.parser import PromptedParser
+from analyzer.description import FormatDescription
+from analyzer.lower import lower
+from analyzer.render.engines import DEFAULT_ENGINE
+from analyzer.template import Template
+from analyzer.tokenizer import token_count
+
+
+@dataclass(frozen=True)
+class Prompted:
+    template: Template
+    format: PromptedFormat
+    tools: list[dict[str, Any]]
+    system_text: str
+    prompt: PromptedPrompt
+    grammar: Grammar | None
+    response_format: dict[str, Any] | None
+
+    @property
+    def parser(self) -> PromptedParser:
+        return PromptedParser(self.format, self.tools)
+
+    def completion_request(self, n_predict: int) -> dict[str, Any]:
+        """A llama-server ``/completion`` body: the prompt, the grammar fields and the stop strings."""
+        fields = self.grammar.to_llama_server() if self.grammar is not None else {
+            "preserved_tokens": list(preserved_tokens(self.format)), "stop": list(self.format.stops)}
+        return {"prompt": self.prompt.text, "n_predict": n_predict, **fields}
+
+    def to_dict(self, *, with_prompt: bool = True) -> dict[str, Any]:
+        fmt = self.format
+        example_call = call_text("NAME", {"ARGUMENT": "VALUE"})
+        reply: dict[str, Any] = {"style": fmt.style, "parallel": fmt.parallel,
+                                 "call": example_call if fmt.style == "json" else fenced(example_call),
+                                 "answer": answer_text("TEXT") if fmt.style == "json" else "prose outside the blocks"}
+        if not fmt.calls:
+            reply.pop("call")
+        if not fmt.answers:
+            reply.pop("answer")
+        out: dict[str, Any] = {
+            "template": self.template.name,
+            "tool_choice": fmt.tool_choice,
+            "system_prompt": self.system_text,
+            "placement": {"where": self.prompt.placement, "why": self.prompt.reason},
+            "cost": {"characters": len(self.system_text), "tokens": token_count(self.template, self.system_text)},
+            "reply_format": reply,
+            "results_format": results_text([("NAME", "RESULT")]),
+            "grammar": self.grammar.to_llama_server() if self.grammar is not None else None,
+            "response_format": self.response_format,
+        }
+        if with_prompt:
+            out["prompt"] = self.prompt.text
+        return out
+
+
+SAMPLE_CONVERSATION = [{"role": "user", "content": "Hello"}]
+
+
+def prompted(template: Template, description: FormatDescription, messages: list[dict[str, Any]] | None,
+             tools: list[dict[str, Any]], *, style: str = "json", tool_choice: str = "auto", parallel: bool = True,
+             thinking: bool | None = None, engine: str = DEFAULT_ENGINE) -> Prompted:
+    """The prompted tool format for ``tools`` on ``template``, and the prompt for ``messages`` (a one-line
+    sample conversation when None: the placement of the tool text still comes from a real render)."""
+    shape = lower(description, thinking=thinking)
+    fmt = prompted_format(tools, style=style, tool_choice=tool_choice, parallel=parallel,
+                          reasoning=shape.reasoning, stops=shape.stops)
+    text = system_text(fmt)
+    conversation = messages if messages is not None else SAMPLE_CONVERSATION
+    prompt = render_prompt(template, description, fmt, text, _checked(conversation), thinking=thinking, engine=engine)
+    return Prompted(template, fmt, tools, text, prompt, to_prompted_grammar(fmt), response_format(fmt))
+
+
+def _checked(messages: Any) -> list[dict[str, Any]]:
+    if not isinstance(messages, list) or not messages:
+        raise ConversationError("messages must be a non-empty JSON list of message objects")
+    for number, message in enumerate(messages, 1):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise ConversationError(f"message {number} is not an object with a \"role\"")
+    return messages
+
+
+__all__ = ["prompted", "Prompted", "PromptedFormat", "PromptedParser", "prompted_format", "system_text",
+           "to_prompted_grammar", "response_format", "ConversationError", "NoPlaceForTools", "STYLES",
+           "ANSWER_KEY", "RESULTS_HEADER"]
