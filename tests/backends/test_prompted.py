@@ -358,3 +358,20 @@ def test_any_reply_in_any_chunks_parses_without_raising_as_the_batch(pieces: lis
         assert "".join(batch.content.split()) == "".join(text.split())
     if style == "json" and "{" not in text:
         assert batch.content == text.strip() and not batch.errors
+
+
+def test_the_tool_text_is_counted_in_tokens_when_a_tokenizer_sits_beside_the_template(corpus_dir: Path,
+                                                                                      tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, "tools": 1}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "chat_template.jinja").write_text(
+        (corpus_dir / "google-gemma-2-2b-it.jinja").read_text(encoding="utf-8"), encoding="utf-8")
+    template = load_template(str(tmp_path))
+    setup = prompted(template, analyze(template), None, TOOLS)
+    words = len(pre_tokenizers.Whitespace().pre_tokenize_str(setup.system_text))
+    assert setup.to_dict()["cost"]["tokens"] == words  # one token per pre-tokenized piece in a word-level model
+    plain = load_template(str(corpus_dir / "google-gemma-2-2b-it.jinja"))
+    assert prompted(plain, analyze(plain), None, TOOLS).to_dict()["cost"]["tokens"] == "unknown (no tokenizer)"
