@@ -154,12 +154,11 @@ class CallMatcher:
         return m.end()
 
     def json_args(self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
-        i = skip_ws(text, i)
-        end = value_end(text, i)
-        if end == INCOMPLETE or (end == INVALID and i == len(text) and not final):
-            return NEED if not final else Mismatch("the arguments end before they are complete")
-        if end == INVALID:
-            return Mismatch("expected arguments as a JSON value")
+        span = _json_span(text, i, final, "the arguments end before they are complete",
+                          "expected arguments as a JSON value")
+        if not isinstance(span, tuple):
+            return span
+        i, end = span
         raw = text[i:end]
         try:
             result.arguments = decode_arguments(raw, part.encoding)
@@ -171,12 +170,10 @@ class CallMatcher:
 
     def json_call(self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch,
                   following: tuple) -> Step:
-        i = skip_ws(text, i)
-        end = value_end(text, i)
-        if end == INCOMPLETE or (end == INVALID and i == len(text) and not final):
-            return NEED if not final else Mismatch("the call ends before it is complete")
-        if end == INVALID:
-            return Mismatch("expected a JSON object")
+        span = _json_span(text, i, final, "the call ends before it is complete", "expected a JSON object")
+        if not isinstance(span, tuple):
+            return span
+        i, end = span
         try:
             call = decode(text[i:end])
         except Undecodable as exc:
@@ -269,6 +266,18 @@ _HANDLERS = {
     JsonCallObject: CallMatcher.json_call,
     KeyValueArgs: CallMatcher.key_values,
 }
+
+
+def _json_span(text: str, i: int, final: bool, cut_short: str, not_json: str) -> tuple[int, int] | Step:
+    """Where the JSON value after the whitespace at ``i`` starts and ends; else the step to return:
+    NEED (more text may complete it) or a Mismatch saying it was ``cut_short`` or is ``not_json``."""
+    start = skip_ws(text, i)
+    end = value_end(text, start)
+    if end == INCOMPLETE or (end == INVALID and start == len(text) and not final):
+        return NEED if not final else Mismatch(cut_short)
+    if end == INVALID:
+        return Mismatch(not_json)
+    return start, end
 
 
 def _is_json_object(raw: str) -> bool:
