@@ -260,10 +260,11 @@ class _Builder:
         ws = self.rules.ws()
         reasoning = self.shape.reasoning
         prefix = self.join(self.markers(self.shape.prefix)).expr
+        written_first = optional(seq(prefix, ws)) if prefix else ""
         if reasoning is None or reasoning.switched_off:
-            return seq(ws, optional(seq(prefix, ws)), section)
+            return seq(ws, written_first, section)
         if not reasoning.forced_open:
-            return seq(ws, optional(seq(prefix, ws)), optional(seq(self.reasoning(), ws)), section)
+            return seq(ws, written_first, optional(seq(self.reasoning(), ws)), section)
         written, close = ("".join(m.text for m in markers) for markers in (self.shape.prefix, reasoning.close))
         after = split_markers(written[len(close):]) if written.startswith(close) else []
         rest = self.join(self.markers(tuple(after))).expr
