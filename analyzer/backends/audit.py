@@ -239,8 +239,13 @@ def _tool_section(template: Template, description: FormatDescription, compiled: 
         findings.append(Finding("tools", "tool-cost", "info",
                                 f"tool section: {fixed} characters fixed, {per_tool} characters per tool; "
                                 f"tokens: {section.tokens}"))
+    written = any(p.placement not in ("error", "not written") for p in section.placements)
+    if description.format == "none":
+        findings.append(Finding("tools", "no-tool-format", "warning",
+                                "the template writes no tool calls" + ("" if written else " nor tool definitions")
+                                + ": tools can still be offered through the prompt (template-analyzer prompted)"))
     with_tools = _render(compiled, cost_opening, [first], extra)
-    if isinstance(with_tools, str):
+    if written and isinstance(with_tools, str):
         form_name, where = _tool_json_form(first, with_tools)
         message = {"as given": "tool definitions are written as the JSON they are given in",
                    "re-indented": "tool definitions are written as JSON, re-indented",

@@ -184,3 +184,12 @@ def test_history_of_calls_and_roles(corpus_dir: Path) -> None:
     assert "alternate" in roles.evidence.lower()
     qwen = _codes(_audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct"))
     assert "content-kept" in qwen and "alternating-roles" not in qwen
+
+
+def test_a_template_without_a_tool_format_is_pointed_at_the_prompted_path(corpus_dir: Path) -> None:
+    gemma = _codes(_audit(corpus_dir, "google-gemma-2-2b-it"))
+    assert "nor tool definitions" in gemma["no-tool-format"][0].message
+    assert "tool-form" not in gemma  # no definitions written: nothing to say how they are written
+    lfm = _codes(_audit(corpus_dir, "LFM2-8B-A1B"))  # writes tool definitions, never calls
+    assert "nor tool definitions" not in lfm["no-tool-format"][0].message and "tool-form" in lfm
+    assert "no-tool-format" not in _codes(_audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct"))
