@@ -99,3 +99,15 @@ def test_plain_text_is_kept_whole_as_content(description, text):
     kept = (message.content or "") + message.reasoning_content
     assert kept.split() == text.split() or "".join(kept.split()) == "".join(text.split())
     assert not message.tool_calls
+
+
+@pytest.mark.parametrize("spaces", [0, 4, 5, 10, 20])
+def test_a_bare_json_call_after_a_run_of_whitespace_streams_as_in_batch(spaces: int) -> None:
+    """Found by the real llama-server: a model under the grammar wrote whitespace between "{" and the
+    first key, and a one-character stream lost the call the batch parse found."""
+    description = next(d for d in DESCRIPTIONS if d.template.name == "meta-llama-Llama-3.1-8B-Instruct")
+    parser = Parser(description, [])
+    text = "{" + " " * spaces + '"name": "set_unit", "parameters": {"unit": "kelvin"}}'
+    streamed = stream_parse(parser, text, list(range(len(text))))
+    assert [(c.name, json.loads(c.arguments)) for c in streamed.tool_calls] == [("set_unit", {"unit": "kelvin"})]
+    assert streamed.content == parser.parse(text).content == ""

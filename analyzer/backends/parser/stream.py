@@ -307,7 +307,8 @@ class StreamParser:
             found = (json_at, "")
         if found is None:
             keep = 0 if final else _partial_suffix(buf, self._watch)
-            if self._json_trigger_pending(buf) and not final:
+            json_pending = not final and self._json_trigger_pending(buf)
+            if json_pending:
                 keep = max(keep, len(buf) - buf.rfind("{"))
             text = buf[:len(buf) - keep]
             if final:
@@ -316,7 +317,8 @@ class StreamParser:
             elif text:
                 self._emit_content(deltas, text)
                 self._consume(len(text))
-            self._scan_from = max(0, len(self._buf) - self._longest)
+            # A held "{" may open a bare JSON call after any run of whitespace: search it again from its start.
+            self._scan_from = 0 if json_pending else max(0, len(self._buf) - self._longest)
             return
         at, word = found
         pending = None if final else _pending_start(buf, self._watch, at)
