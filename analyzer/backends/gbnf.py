@@ -162,7 +162,7 @@ def _declared_tools(tools: list[dict[str, Any]]) -> list[_Tool]:
 def _trigger(shape: OutputShape, calls: CallsShape, tools: list[_Tool]) -> GrammarTrigger:
     trigger = calls.trigger
     if trigger.word:
-        return GrammarTrigger(TRIGGER_WORD, trigger.word)
+        return GrammarTrigger(TRIGGER_WORD, _trigger_word(trigger.word))
     if trigger.pattern:
         return GrammarTrigger(TRIGGER_PATTERN, trigger.pattern)
     if trigger.at_start and calls.call and isinstance(calls.call[0], Name):
@@ -173,6 +173,17 @@ def _trigger(shape: OutputShape, calls: CallsShape, tools: list[_Tool]) -> Gramm
         head = rf"(?:{prefix}\s*)?" if prefix else ""
         return GrammarTrigger(TRIGGER_PATTERN_FULL, rf"\s*{head}((?:{names})[\s\S]*)")
     raise UnsupportedFormat("the calls open with nothing a lazy grammar can be triggered by")
+
+
+def _trigger_word(marker: str) -> str:
+    """The word a lazy grammar wakes on: the special word the marker starts with when only punctuation
+    follows it (``[TOOL_CALLS]`` of ``[TOOL_CALLS][``). A model writes that word as one special token,
+    which the server (and a logit bias) can see, while the whole marker is several tokens; the grammar
+    still holds the rest of the marker. A marker that goes on with words (``<|start|>assistant...``) is
+    kept whole: its first word alone also starts other things."""
+    word = special_word(marker)
+    rest = marker[len(word):]
+    return word if word and not any(ch.isalnum() or ch == "_" for ch in rest) else marker
 
 
 # --------------------------------------------------------------------------- pieces of a sequence
