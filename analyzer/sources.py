@@ -132,6 +132,7 @@ def _from_config_file(spec: str, data: bytes, variant: str | None, for_tools: bo
         origin=spec,
         bos_token=_token_text(config.get("bos_token")),
         eos_token=_token_text(config.get("eos_token")),
+        add_bos=_flag(config.get("add_bos_token")),
         variant=chosen if named else None,
         variants=tuple(templates) if named else (),
     )
@@ -183,6 +184,7 @@ def _from_folder(spec: str, variant: str | None, for_tools: bool) -> Template:
         origin=origin,
         bos_token=bos,
         eos_token=eos,
+        add_bos=_flag(config.get("add_bos_token")) if config else None,
         variant=chosen if named else None,
         variants=tuple(templates) if named else (),
     )
@@ -283,6 +285,7 @@ def _from_gguf(spec: str, variant: str | None, for_tools: bool) -> Template:
         origin=spec,
         bos_token=_gguf_token(fields, "tokenizer.ggml.bos_token_id"),
         eos_token=_gguf_token(fields, "tokenizer.ggml.eos_token_id"),
+        add_bos=_gguf_flag(fields, "tokenizer.ggml.add_bos_token"),
         variant=chosen if named else None,
         variants=tuple(templates) if named else (),
     )
@@ -341,6 +344,20 @@ def _metadata_reader_class() -> type:
             self.tensors = []
 
     return MetadataReader
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _gguf_flag(fields: dict[str, Any], key: str) -> bool | None:
+    field = fields.get(key)
+    if field is None or not field.data:
+        return None
+    try:
+        return bool(field.parts[field.data[0]][0])
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _gguf_token(fields: dict[str, Any], id_key: str) -> str | None:

@@ -38,6 +38,7 @@ def write_gguf(
     tokens: list[str] | None = None,
     bos_id: int | None = None,
     eos_id: int | None = None,
+    add_bos: bool | None = None,
 ) -> Path:
     """A GGUF holding only metadata: the architecture key is the one field a writer insists on."""
     writer = gguf.GGUFWriter(str(path), "llama")
@@ -52,6 +53,8 @@ def write_gguf(
         writer.add_bos_token_id(bos_id)
     if eos_id is not None:
         writer.add_eos_token_id(eos_id)
+    if add_bos is not None:
+        writer.add_add_bos_token(add_bos)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -302,6 +305,18 @@ def test_gguf_single_template(tmp_path: Path) -> None:
     template = load_template(str(path))
     assert (template.source, template.variant, template.variants) == (SIMPLE, None, ())
     assert (template.bos_token, template.eos_token) == (TOKENS[1], None)
+
+
+def test_whether_the_tokenizer_adds_bos_is_read_where_the_source_says(tmp_path: Path) -> None:
+    for add_bos in (True, False):
+        path = write_gguf(tmp_path / f"m{add_bos}.gguf", templates={"default": SIMPLE}, tokens=TOKENS, add_bos=add_bos)
+        assert load_template(str(path)).add_bos is add_bos
+    assert load_template(str(write_gguf(tmp_path / "n.gguf", templates={"default": SIMPLE}))).add_bos is None
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(json.dumps({"chat_template": SIMPLE, "add_bos_token": False}))
+    assert load_template(str(config)).add_bos is False
+    config.write_text(json.dumps({"chat_template": SIMPLE}))
+    assert load_template(str(config)).add_bos is None
 
 
 def test_gguf_detected_by_magic(tmp_path: Path) -> None:

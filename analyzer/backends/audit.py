@@ -25,7 +25,7 @@ from analyzer.diff import common_prefix_len, visible
 from analyzer.errors import RenderError
 from analyzer.render import variants as v
 from analyzer.render.engines import (
-    DEFAULT_ENGINE, CompiledTemplate, compile_template,
+    DEFAULT_BOS, DEFAULT_ENGINE, CompiledTemplate, compile_template,
 )
 from analyzer.template import Template
 from analyzer.tokenizer import TOKENS_UNKNOWN, tokenizer_beside
@@ -186,7 +186,7 @@ def _tool_section(template: Template, description: FormatDescription, compiled: 
     second = given[1] if len(given) > 1 else given[0]
     name = str(first.get("function", first).get("name", "")) if isinstance(first, dict) else ""
     end_marker = description.turn.end if isinstance(description.turn.end, str) and description.turn.end else None
-    bos = template.bos_token if template.bos_token is not None else "<s>"
+    bos = template.bos_token if template.bos_token is not None else DEFAULT_BOS
 
     sys_user = [v.system(), v.user()]
     headers_render = _render(compiled, sys_user, None, extra)

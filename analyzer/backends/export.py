@@ -26,7 +26,7 @@ from analyzer.backends.parser.stream import generated_id
 from analyzer.description import FormatDescription, Unknown
 from analyzer.errors import AnalyzerError, InputError
 from analyzer.lower import lower
-from analyzer.render.engines import DEFAULT_ENGINE
+from analyzer.render.engines import DEFAULT_BOS, DEFAULT_ENGINE
 from analyzer.template import Template
 
 DEFAULT_N_PREDICT = 512
@@ -121,12 +121,25 @@ def completion_request(template: Template, description: FormatDescription, messa
     if thinking is not None:
         extra["enable_thinking"] = thinking
     compiled = compile_as_analysed(template, description, engine)
-    prompt = compiled.render(spelled, tools=tools or None, add_generation_prompt=True, extra=extra)
+    prompt = server_prompt(template, compiled.render(spelled, tools=tools or None, add_generation_prompt=True,
+                                                     extra=extra))
     shape = lower(description, thinking=thinking)
     grammar = to_grammar(shape, tools, tool_choice=tool_choice, parallel=parallel) if tools else None
     fields = grammar.to_llama_server() if grammar is not None else {
         "preserved_tokens": list(preserved_tokens(shape)), "stop": list(shape.stops)}
     return {"prompt": prompt, "n_predict": n_predict, **fields}
+
+
+def server_prompt(template: Template, rendered: str) -> str:
+    """The rendered prompt without the template's leading BOS text. llama-server's /completion adds the
+    model's BOS token itself when the vocabulary asks for one, and its own chat path strips the
+    template's for that reason: left in, it would be a second BOS (and for a bare .jinja file, whose
+    BOS is only a placeholder, text the model never saw). Kept only where the source says the
+    tokenizer adds none (``add_bos_token`` false)."""
+    bos = template.bos_token if template.bos_token is not None else DEFAULT_BOS
+    if template.add_bos is False or not bos or not rendered.startswith(bos):
+        return rendered
+    return rendered[len(bos):]
 
 
 # --------------------------------------------------------------------------- the reply
@@ -220,5 +233,5 @@ def _chunk(completion_id: str, event: dict[str, Any], delta: Delta) -> dict[str,
     return chunk
 
 
-__all__ = ["completion_request", "spell_for_template", "send", "stream_chunks", "ServerUnreachable",
+__all__ = ["completion_request", "spell_for_template", "server_prompt", "send", "stream_chunks", "ServerUnreachable",
            "ServerRefused", "ReplyCut", "MessagesError", "DEFAULT_N_PREDICT"]

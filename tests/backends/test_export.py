@@ -66,6 +66,35 @@ def test_ids_are_rewritten_to_the_form_the_template_accepts(corpus_dir: Path) ->
     assert ANSWERED[1]["tool_calls"][0]["id"] == "call_abc"  # the caller's messages are not changed
 
 
+def test_the_prompt_leaves_the_bos_to_the_server(corpus_dir: Path, tmp_path: Path) -> None:
+    """llama-server adds the model's BOS token to a /completion prompt itself (its chat path strips the
+    template's): the exported prompt must not carry a second one, placeholder or real."""
+    template, description = _template(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
+    rendered = compile_template(template).render(ASKED, tools=[WEATHER], add_generation_prompt=True)
+    body = completion_request(template, description, ASKED, [WEATHER])
+    assert rendered.startswith("<s>") and body["prompt"] == rendered[len("<s>"):]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
+        "chat_template": (corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8"),
+        "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}))
+    llama = load_template(str(tmp_path / "tokenizer_config.json"))
+    prompt = completion_request(llama, analyze(llama), ASKED, [WEATHER])["prompt"]
+    assert prompt.startswith("<|start_header_id|>system") and "<|begin_of_text|>" not in prompt
+    # a tokenizer that adds no BOS of its own: the template's stays, as llama-server's chat path keeps it
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
+        "chat_template": (corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8"),
+        "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "add_bos_token": False}))
+    kept = load_template(str(tmp_path / "tokenizer_config.json"))
+    assert completion_request(kept, analyze(kept), ASKED, [WEATHER])["prompt"].startswith("<|begin_of_text|>")
+
+
+def test_a_marker_that_is_a_special_word_and_punctuation_triggers_on_the_word(corpus_dir: Path) -> None:
+    # [TOOL_CALLS][ is two tokens; the model writes [TOOL_CALLS] as one, which a server can see
+    template, description = _template(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
+    body = completion_request(template, description, ASKED, [WEATHER])
+    assert body["grammar_triggers"] == [{"type": 1, "value": "[TOOL_CALLS]"}]
+    assert body["grammar"].startswith('root ::= "[TOOL_CALLS][" ')  # the grammar still holds the whole marker
+
+
 def test_arguments_are_spelled_as_the_template_takes_them(corpus_dir: Path) -> None:
     for name in ("Qwen-Qwen2.5-7B-Instruct", "meetkai-functionary-medium-v3.2"):
         template, description = _template(corpus_dir, name)

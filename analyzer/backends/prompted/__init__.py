@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.backends.export import server_prompt
 from analyzer.backends.gbnf import Grammar
 from analyzer.backends.prompted.conversation import (
     ConversationError, NoPlaceForTools, PromptedPrompt, render_prompt,
@@ -51,7 +52,7 @@ class Prompted:
         """A llama-server ``/completion`` body: the prompt, the grammar fields and the stop strings."""
         fields = self.grammar.to_llama_server() if self.grammar is not None else {
             "preserved_tokens": list(preserved_tokens(self.format)), "stop": list(self.format.stops)}
-        return {"prompt": self.prompt.text, "n_predict": n_predict, **fields}
+        return {"prompt": server_prompt(self.template, self.prompt.text), "n_predict": n_predict, **fields}
 
     def to_dict(self, *, with_prompt: bool = True) -> dict[str, Any]:
         fmt = self.format
