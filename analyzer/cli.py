@@ -23,7 +23,7 @@ from analyzer.backends.compare import compare_row, diff_descriptions, render_cha
 from analyzer.backends.gbnf import preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
-from analyzer.backends.prompted import STYLES, ConversationError, prompted as prompted_setup
+from analyzer.backends.prompted import STYLES, prompted as prompted_setup
 from analyzer.description import dumps, to_dict
 from analyzer.lower import lower
 from analyzer.errors import AnalyzerError, InputError, RenderError
@@ -323,8 +323,8 @@ def export(template: str, messages_file: str, tools_file: str | None, tool_choic
             setup = prompted_setup(loaded, description, messages, tools, style=tool_format, tool_choice=tool_choice,
                                    parallel=not no_parallel, thinking=thinking, engine=engine)
             body, parser = setup.completion_request(n_predict), setup.parser
-    except (MessagesError, ConversationError) as exc:
-        raise type(exc)(f"{messages_file}: {exc.message}") from None
+    except MessagesError as exc:
+        raise MessagesError(f"{messages_file}: {exc.message}") from None
     if url is None:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))
         return
@@ -367,8 +367,8 @@ def prompted(template: str, tools_file: str, tool_choice: str, style: str, no_pa
     try:
         setup = prompted_setup(loaded, analyze_template(loaded, engine=engine), messages, tools, style=style,
                                tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking, engine=engine)
-    except ConversationError as exc:
-        raise ConversationError(f"{messages_file}: {exc.message}") from None
+    except MessagesError as exc:
+        raise MessagesError(f"{messages_file}: {exc.message}") from None
     click.echo(json.dumps(setup.to_dict(with_prompt=messages is not None), ensure_ascii=False, indent=2))
 
 

@@ -57,7 +57,7 @@ class ReplyCut(AnalyzerError):
 # --------------------------------------------------------------------------- the request
 
 
-def _check_messages(messages: Any) -> list[dict[str, Any]]:
+def check_messages(messages: Any) -> list[dict[str, Any]]:
     if not isinstance(messages, list) or not messages:
         raise MessagesError("messages must be a non-empty JSON list of message objects")
     for number, message in enumerate(messages, 1):
@@ -116,7 +116,7 @@ def completion_request(template: Template, description: FormatDescription, messa
                        engine: str = DEFAULT_ENGINE) -> dict[str, Any]:
     """A llama-server ``/completion`` body: the prompt with its generation prompt, the grammar fields
     for ``tool_choice`` and the stop strings that end the assistant turn."""
-    spelled = spell_for_template(_check_messages(messages), description)
+    spelled = spell_for_template(check_messages(messages), description)
     extra = bound_context(description)
     if thinking is not None:
         extra["enable_thinking"] = thinking
@@ -233,5 +233,5 @@ def _chunk(completion_id: str, event: dict[str, Any], delta: Delta) -> dict[str,
     return chunk
 
 
-__all__ = ["completion_request", "spell_for_template", "server_prompt", "send", "stream_chunks", "ServerUnreachable",
+__all__ = ["completion_request", "spell_for_template", "server_prompt", "check_messages", "send", "stream_chunks", "ServerUnreachable",
            "ServerRefused", "ReplyCut", "MessagesError", "DEFAULT_N_PREDICT"]

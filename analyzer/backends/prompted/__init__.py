@@ -16,11 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.backends.export import server_prompt
+from analyzer.backends.export import MessagesError, check_messages, server_prompt
 from analyzer.backends.gbnf import Grammar
-from analyzer.backends.prompted.conversation import (
-    ConversationError, NoPlaceForTools, PromptedPrompt, render_prompt,
-)
+from analyzer.backends.prompted.conversation import NoPlaceForTools, PromptedPrompt, render_prompt
 from analyzer.backends.prompted.format import (
     ANSWER_KEY, RESULTS_HEADER, STYLES, PromptedFormat, answer_text, call_text, fenced, prompted_format,
     results_text, system_text,
@@ -93,19 +91,11 @@ def prompted(template: Template, description: FormatDescription, messages: list[
                           reasoning=shape.reasoning, stops=shape.stops)
     text = system_text(fmt)
     conversation = messages if messages is not None else SAMPLE_CONVERSATION
-    prompt = render_prompt(template, description, fmt, text, _checked(conversation), thinking=thinking, engine=engine)
+    prompt = render_prompt(template, description, fmt, text, check_messages(conversation), thinking=thinking,
+                           engine=engine)
     return Prompted(template, fmt, tools, text, prompt, to_prompted_grammar(fmt), response_format(fmt))
 
 
-def _checked(messages: Any) -> list[dict[str, Any]]:
-    if not isinstance(messages, list) or not messages:
-        raise ConversationError("messages must be a non-empty JSON list of message objects")
-    for number, message in enumerate(messages, 1):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise ConversationError(f"message {number} is not an object with a \"role\"")
-    return messages
-
-
 __all__ = ["prompted", "Prompted", "PromptedFormat", "PromptedParser", "prompted_format", "system_text",
-           "to_prompted_grammar", "response_format", "ConversationError", "NoPlaceForTools", "STYLES",
+           "to_prompted_grammar", "response_format", "MessagesError", "NoPlaceForTools", "STYLES",
            "ANSWER_KEY", "RESULTS_HEADER"]

@@ -14,19 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.analysis import bound_context, compile_as_analysed
+from analyzer.backends.export import MessagesError
 from analyzer.backends.prompted.format import (
     PromptedFormat, answer_text, call_text, fenced, results_text,
 )
 from analyzer.description import FormatDescription
-from analyzer.errors import AnalyzerError, InputError, RenderError
+from analyzer.errors import AnalyzerError, RenderError
 from analyzer.render.engines import DEFAULT_ENGINE
 from analyzer.template import Template
 
 SYSTEM_TURN, FIRST_USER_TURN = "system turn", "first user turn"
-
-
-class ConversationError(InputError):
-    """The conversation given for the prompt is malformed."""
 
 
 class NoPlaceForTools(AnalyzerError):
@@ -118,7 +115,7 @@ def _text(content: Any) -> str:
 def _call(call: Any, number: int) -> tuple[str, str]:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-        raise ConversationError(f"message {number}: a tool call without a function name")
+        raise MessagesError(f"message {number}: a tool call without a function name")
     return str(call.get("id", "")), function["name"]
 
 
@@ -131,7 +128,7 @@ def calls_with_arguments(calls: list[Any]) -> list[tuple[str, Any]]:
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError:
-                raise ConversationError(f"call to {function['name']!r}: arguments are not valid JSON") from None
+                raise MessagesError(f"call to {function['name']!r}: arguments are not valid JSON") from None
         found.append((function["name"], arguments))
     return found
 
@@ -159,7 +156,7 @@ def _result(message: dict[str, Any], calls: list[tuple[str, str]], seen: int, nu
         return seen, calls[seen][1], message.get("content")
     if isinstance(name, str) and name:
         return seen, name, message.get("content")
-    raise ConversationError(f"message {number}: a tool result that answers no call (no tool_call_id or name)")
+    raise MessagesError(f"message {number}: a tool result that answers no call (no tool_call_id or name)")
 
 
 def _alternating(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:

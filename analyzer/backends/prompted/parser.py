@@ -145,7 +145,7 @@ class PromptedStream:
                 self._answer_streamed = answer
         if not final:
             return
-        content, calls, errors = _read_reply(self._buf, self.schemas)
+        content, calls, errors = _read_reply(self._buf)
         assert content.startswith(self._answer_streamed), "a streamed answer is a prefix of the reply's content"
         if len(content) > len(self._answer_streamed):
             self._emit(deltas, Delta(content=content[len(self._answer_streamed):]))
@@ -210,7 +210,7 @@ class PromptedStream:
             cut = end  # no closing fence: the call is whole without it
         text = self._buf[:cut]
         self._buf, self._in_block = self._buf[cut:], False
-        content, calls, errors = _read_object(value, text, self.schemas, len(self.message.tool_calls))
+        content, calls, errors = _read_object(value, text, len(self.message.tool_calls))
         self._send_prose(deltas, content)
         for name, arguments, call_text in calls:
             self._emit_call(deltas, name, arguments, call_text)
@@ -256,7 +256,7 @@ class _Trimmed:
 Call = tuple[str, dict[str, Any], str]  # name, arguments, the text it was read from
 
 
-def _read_reply(text: str, schemas: dict[str, Any]) -> tuple[str, list[Call], list[ParseError]]:
+def _read_reply(text: str) -> tuple[str, list[Call], list[ParseError]]:
     """A whole json-style reply: the object (an answer or a call) and the prose around it."""
     at = text.find("{")
     while at != -1:
@@ -265,23 +265,27 @@ def _read_reply(text: str, schemas: dict[str, Any]) -> tuple[str, list[Call], li
         except json.JSONDecodeError as exc:
             if _JSON_OBJECT_OPENS.match(text, at):
                 before = _FENCE_BEFORE.sub("", text[:at]).strip()
-                answer = _partial_string(text, m.end()) if (m := _ANSWER_OPENS.match(text, at)) else ""
-                kind, reason = (("unterminated_call", "the reply's JSON object is not closed")
-                                if _incomplete(text, exc) else ("malformed_call", f"the reply is not valid JSON: {exc.msg}"))
-                return _joined(before, answer), [], [ParseError(kind, reason, text[at:])]
+                opened = _ANSWER_OPENS.match(text, at)
+                answer = _partial_string(text, opened.end()) if opened else ""  # what of it can be read
+                if _incomplete(text, exc):
+                    error = ParseError("unterminated_call", "the reply's JSON object is not closed", text[at:])
+                else:
+                    error = ParseError("malformed_call", f"the reply is not valid JSON: {exc.msg}", text[at:])
+                return _joined(before, answer), [], [error]
             at = text.find("{", at + 1)
             continue
         if isinstance(value, dict) and (TOOL_KEY in value or ANSWER_KEY in value or
                                         text.find("{", end) == -1):
             before = _FENCE_BEFORE.sub("", text[:at]).strip()
             after = _FENCE_AFTER.sub("", text[end:], count=1).strip()
-            content, calls, errors = _read_object(value, text[at:end], schemas, 0)
+            content, calls, errors = _read_object(value, text[at:end], 0)
             return _joined(before, content, after), calls, errors
         at = text.find("{", end)
     return text.strip(), [], []
 
 
-def _read_object(value: Any, text: str, schemas: dict[str, Any], index: int) -> tuple[str, list[Call], list[ParseError]]:
+def _read_object(value: Any, text: str, index: int) -> tuple[str, list[Call], list[ParseError]]:
+    """One decoded object: an answer (its text is content), a call, or what is wrong with it."""
     if not isinstance(value, dict) or (TOOL_KEY not in value and ANSWER_KEY not in value):
         return "", [], [ParseError("not_a_reply", f'a JSON object with neither "{TOOL_KEY}" nor "{ANSWER_KEY}"',
                                    text, index)]
