@@ -78,3 +78,21 @@ def test_streaming_gives_the_batch_message(family: Family) -> None:
     streamed = [(c.name, c.arguments) for c in folded.tool_calls]
     assert streamed == [(c["function"]["name"], c["function"]["arguments"]) for c in batch.get("tool_calls") or []]
     assert folded.content == (batch.get("content") or "")
+
+
+def test_parallel_calls_each_validate(family: Family) -> None:
+    """With parallel calls allowed a random model keeps adding calls until n_predict cuts it: every call
+    it finished must validate, and the one cut off must be reported as cut, not read as a call."""
+    parser = Parser(family.description, TOOLS, thinking=False)
+    completion = send(family.server.url, {**_request(family, tool_choice="required", parallel=True), "n_predict": 160},
+                      parser)
+    choice = completion["choices"][0]
+    message = choice["message"]
+    calls = message.get("tool_calls") or []
+    assert calls, message
+    for call in calls:
+        jsonschema.validate(json.loads(call["function"]["arguments"]), SCHEMAS[call["function"]["name"]])
+    if choice["finish_reason"] == "length":
+        assert [error["kind"] for error in message["errors"]] in ([], ["unterminated_call"]), message["errors"]
+    else:
+        assert not message["errors"], message["errors"]
