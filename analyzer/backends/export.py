@@ -233,5 +233,5 @@ def _chunk(completion_id: str, event: dict[str, Any], delta: Delta) -> dict[str,
     return chunk
 
 
-__all__ = ["completion_request", "spell_for_template", "server_prompt", "check_messages", "send", "stream_chunks", "ServerUnreachable",
-           "ServerRefused", "ReplyCut", "MessagesError", "DEFAULT_N_PREDICT"]
+__all__ = ["completion_request", "spell_for_template", "server_prompt", "check_messages", "send", "stream_chunks",
+           "ServerUnreachable", "ServerRefused", "ReplyCut", "MessagesError", "DEFAULT_N_PREDICT"]
