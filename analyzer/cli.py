@@ -20,7 +20,7 @@ from analyzer.backends.audit import audit as audit_template, render_text as rend
 from analyzer.backends.html_report import render_html
 from analyzer.backends.export import DEFAULT_N_PREDICT, MessagesError, ReplyCut, completion_request, send, stream_chunks
 from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
-from analyzer.backends.gbnf import preserved_tokens, to_grammar
+from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
 from analyzer.backends.prompted import STYLES, prompted as prompted_setup
@@ -269,8 +269,7 @@ def grammar(template: str, tools_file: str, tool_choice: str, no_parallel: bool,
             return
         click.echo(result.text, nl=not result.text.endswith("\n"))
         return
-    fields = result.to_llama_server() if result is not None else {
-        "preserved_tokens": list(preserved_tokens(shape)), "stop": list(shape.stops)}
+    fields = llama_server_fields(result, preserved_tokens(shape), shape.stops)
     click.echo(json.dumps(fields, ensure_ascii=False, indent=2))
 
 

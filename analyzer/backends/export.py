@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from analyzer.analysis import bound_context, compile_as_analysed
-from analyzer.backends.gbnf import preserved_tokens, to_grammar
+from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.message import Delta, Message
 from analyzer.backends.parser.stream import generated_id
@@ -95,19 +95,26 @@ def _spell_call(call: Any, as_string: bool, id_form: str, renamed_ids: dict[str,
     if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
         return call
     call = {**call, "function": dict(call["function"])}
-    arguments = call["function"].get("arguments")
-    if as_string and not isinstance(arguments, str):
-        call["function"]["arguments"] = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
-    elif not as_string and isinstance(arguments, str):
-        try:
-            call["function"]["arguments"] = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            raise MessagesError(f"call to {call['function'].get('name')!r}: arguments are not valid JSON") from None
+    if as_string and not isinstance(call["function"].get("arguments"), str):
+        call["function"]["arguments"] = json.dumps(arguments_value(call["function"]), ensure_ascii=False)
+    elif not as_string:
+        call["function"]["arguments"] = arguments_value(call["function"])
     old = call.get("id")
     if id_form == "alnum9" and isinstance(old, str) and not (len(old) == 9 and old.isalnum()):
         renamed_ids[old] = renamed_ids.get(old) or generated_id("alnum9", len(renamed_ids), "", old)
         call["id"] = renamed_ids[old]
     return call
+
+
+def arguments_value(function: dict[str, Any]) -> Any:
+    """A call's arguments as a JSON value, whether the client sent a JSON string or the value itself."""
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        return arguments if arguments is not None else {}
+    try:
+        return json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        raise MessagesError(f"call to {function.get('name')!r}: arguments are not valid JSON") from None
 
 
 def completion_request(template: Template, description: FormatDescription, messages: Any,
@@ -125,8 +132,7 @@ def completion_request(template: Template, description: FormatDescription, messa
                                                      extra=extra))
     shape = lower(description, thinking=thinking)
     grammar = to_grammar(shape, tools, tool_choice=tool_choice, parallel=parallel) if tools else None
-    fields = grammar.to_llama_server() if grammar is not None else {
-        "preserved_tokens": list(preserved_tokens(shape)), "stop": list(shape.stops)}
+    fields = llama_server_fields(grammar, preserved_tokens(shape), shape.stops)
     return {"prompt": prompt, "n_predict": n_predict, **fields}
 
 
@@ -233,5 +239,5 @@ def _chunk(completion_id: str, event: dict[str, Any], delta: Delta) -> dict[str,
     return chunk
 
 
-__all__ = ["completion_request", "spell_for_template", "server_prompt", "check_messages", "send", "stream_chunks",
+__all__ = ["completion_request", "spell_for_template", "server_prompt", "check_messages", "arguments_value", "send", "stream_chunks",
            "ServerUnreachable", "ServerRefused", "ReplyCut", "MessagesError", "DEFAULT_N_PREDICT"]

@@ -31,7 +31,7 @@ from analyzer.backends.json_schema_gbnf import (
     PythonRules, Rules, SchemaRules, char_class, choice, literal, optional, ordered, seq,
 )
 from analyzer.description import ArgumentForm, Text
-from analyzer.errors import InputError
+from analyzer.tools import Tool, chosen_tools, declared_tools
 from analyzer.lower import (
     CallId, CallsShape, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape, Part,
     UnsupportedFormat, needs_space, split_markers,
@@ -77,6 +77,15 @@ class Grammar:
         }
 
 
+def llama_server_fields(grammar: Grammar | None, preserved: tuple[str, ...],
+                        stops: tuple[str, ...]) -> dict[str, Any]:
+    """A request's grammar fields; with no grammar (tool_choice none) only what the server still needs:
+    the preserved tokens, which keep the model's special tokens as text, and the stop strings."""
+    if grammar is not None:
+        return grammar.to_llama_server()
+    return {"preserved_tokens": list(preserved), "stop": list(stops)}
+
+
 def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: str = "auto",
                parallel: bool = True) -> Grammar | None:
     """The grammar for calls of ``tools`` in ``shape``'s format; None for ``tool_choice="none"``."""
@@ -84,13 +93,7 @@ def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: 
         return None
     if shape.calls is None:
         raise UnsupportedFormat(f"{shape.template}: the template writes no tool calls, so no grammar constrains them")
-    declared = _declared_tools(tools)
-    if tool_choice not in ("auto", "required"):
-        chosen = [tool for tool in declared if tool.name == tool_choice]
-        if not chosen:
-            names = ", ".join(tool.name for tool in declared)
-            raise InputError(f"tool_choice {tool_choice!r} is none of the declared tools ({names})")
-        declared = chosen
+    declared = chosen_tools(declared_tools(tools), tool_choice)
     builder = _Builder(shape, shape.calls)
     section = builder.section(declared, parallel)
     stops = _server_stops(shape)
@@ -133,33 +136,7 @@ def _server_stops(shape: OutputShape) -> tuple[str, ...]:
     return tuple(stop for stop in shape.stops if not any(opener.startswith(stop) for opener in openers))
 
 
-@dataclass(frozen=True, slots=True)
-class _Tool:
-    name: str
-    parameters: dict[str, Any]
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        found = self.parameters.get("properties")
-        return found if isinstance(found, dict) else {}
-
-
-def _declared_tools(tools: list[dict[str, Any]]) -> list[_Tool]:
-    """Tools in the OpenAI form (``{"type": "function", "function": {...}}``) or bare ``{name, parameters}``."""
-    found = []
-    for tool in tools:
-        function = tool.get("function", tool) if isinstance(tool, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(function, dict) or not isinstance(name, str) or not name:
-            raise InputError(f"a tool without a name: {tool!r:.80}")
-        parameters = function.get("parameters")
-        found.append(_Tool(name, parameters if isinstance(parameters, dict) else {}))
-    if not found:
-        raise InputError("a grammar for tool calls needs at least one declared tool")
-    return found
-
-
-def _trigger(shape: OutputShape, calls: CallsShape, tools: list[_Tool]) -> GrammarTrigger:
+def _trigger(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> GrammarTrigger:
     trigger = calls.trigger
     if trigger.word:
         return GrammarTrigger(TRIGGER_WORD, _trigger_word(trigger.word))
@@ -248,7 +225,7 @@ class _Builder:
 
     # ------------------------------------------------------------------ the calls section and the root
 
-    def section(self, tools: list[_Tool], parallel: bool) -> str:
+    def section(self, tools: tuple[Tool, ...], parallel: bool) -> str:
         """Section opener, one call or (parallel) several joined by the separator, section closer."""
         call = self.choice([self.call(tool) for tool in tools])
         calls = call
@@ -299,7 +276,7 @@ class _Builder:
         body = _Piece(text, trail=bool(close[0].trail), last=close[0].text)
         return self.join([*opening, body, *self.markers(close[1:])]).expr
 
-    def call(self, tool: _Tool) -> _Piece:
+    def call(self, tool: Tool) -> _Piece:
         """One call of ``tool``: the call pattern, or for a tool without parameters the no-argument
         pattern, where it writes something else than the call pattern does with no arguments. (Where
         it writes the same, it would only be a second spelling of the same call, which a lexing GBNF
@@ -312,7 +289,7 @@ class _Builder:
             return call
         return self.choice([call, bare])
 
-    def sequence(self, parts: tuple[Part, ...], tool: _Tool) -> _Piece:
+    def sequence(self, parts: tuple[Part, ...], tool: Tool) -> _Piece:
         pieces = []
         for i, part in enumerate(parts):
             following = next((p.text for p in parts[i + 1:] if isinstance(p, Marker)), "")
@@ -321,7 +298,7 @@ class _Builder:
 
     # ------------------------------------------------------------------ one method per part kind
 
-    def part(self, part: Part, tool: _Tool, following: str) -> _Piece:
+    def part(self, part: Part, tool: Tool, following: str) -> _Piece:
         """``following``: the next marker's text, before which argument text of unknown syntax stops."""
         match part:
             case Marker():
@@ -343,7 +320,7 @@ class _Builder:
     def marker(self, part: Marker) -> _Piece:
         return _Piece(literal(part.text), bool(part.lead), bool(part.trail), part.text, part.text, part.text)
 
-    def name(self, tool: _Tool) -> _Piece:
+    def name(self, tool: Tool) -> _Piece:
         return _Piece(literal(tool.name), first=tool.name, last=tool.name, sample=tool.name)
 
     def call_id(self, part: CallId) -> _Piece:
@@ -355,7 +332,7 @@ class _Builder:
         # Counted from part.base; the grammar takes any digits.
         return _Piece(self.rules.add("index", _DIGITS), sample=str(part.base))
 
-    def json_args(self, part: JsonArgs, tool: _Tool) -> _Piece:
+    def json_args(self, part: JsonArgs, tool: Tool) -> _Piece:
         if part.encoding == "string":
             expr = self.json.string()
         elif part.encoding == "python":
@@ -365,7 +342,7 @@ class _Builder:
         # A JSON text may have whitespace around it.
         return _Piece(expr, lead=True, trail=True, sample='"{}"' if part.encoding == "string" else "{}")
 
-    def key_value_args(self, part: KeyValueArgs, tool: _Tool, following: str) -> _Piece:
+    def key_value_args(self, part: KeyValueArgs, tool: Tool, following: str) -> _Piece:
         forms = {form.json_type: form for form in part.forms}
         required = set(tool.parameters.get("required") or ())
         # A value that ends its pattern ends before the separator or, last, before the next marker.
@@ -380,7 +357,7 @@ class _Builder:
             members.append((self.argument(form, key, schema, f"{tool.name}-{key}", stops), key in required))
         return _Piece(ordered(members, self.separator(part.separator)))
 
-    def json_call_object(self, part: JsonCallObject, tool: _Tool) -> _Piece:
+    def json_call_object(self, part: JsonCallObject, tool: Tool) -> _Piece:
         layout = part.layout
         if layout.arguments_encoding == "string":
             arguments = self.json.string()

@@ -58,6 +58,10 @@ class StreamParser:
         ender = getattr(last, "text", "")
         # The character that completes a call: the last of its closing marker, else of a JSON value.
         self._call_ender_last = ender[-1] if ender else ""
+        # Calls that open with bare JSON have no marker to watch for, only this pattern (compiled once:
+        # it is searched on every chunk).
+        self._json_opener = (re.compile(self._calls.trigger.pattern)
+                             if self._calls is not None and self._calls.trigger.pattern else None)
         self._watch = self._content_markers()
         self._longest = max((len(w) for w in self._watch), default=1)
 
@@ -391,15 +395,13 @@ class StreamParser:
         self._consume(len(word))
 
     def _json_trigger(self, buf: str) -> int | None:
-        calls = self._calls
-        if calls is None or not calls.trigger.pattern:
+        if self._json_opener is None:
             return None
-        m = re.compile(calls.trigger.pattern).search(buf, self._scan_from)
+        m = self._json_opener.search(buf, self._scan_from)
         return m.start() if m else None
 
     def _json_trigger_pending(self, buf: str) -> bool:
-        calls = self._calls
-        if calls is None or not calls.trigger.pattern:
+        if self._json_opener is None:
             return False
         at = buf.rfind("{")
         return at != -1 and len(buf) - at < 32 and '"' not in buf[at + 1:].strip()[1:]

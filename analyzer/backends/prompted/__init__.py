@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.backends.export import MessagesError, check_messages, server_prompt
-from analyzer.backends.gbnf import Grammar
+from analyzer.backends.gbnf import Grammar, llama_server_fields
 from analyzer.backends.prompted.conversation import NoPlaceForTools, PromptedPrompt, render_prompt
 from analyzer.backends.prompted.format import (
     ANSWER_KEY, RESULTS_HEADER, STYLES, PromptedFormat, answer_text, call_text, fenced, prompted_format,
@@ -48,8 +48,7 @@ class Prompted:
 
     def completion_request(self, n_predict: int) -> dict[str, Any]:
         """A llama-server ``/completion`` body: the prompt, the grammar fields and the stop strings."""
-        fields = self.grammar.to_llama_server() if self.grammar is not None else {
-            "preserved_tokens": list(preserved_tokens(self.format)), "stop": list(self.format.stops)}
+        fields = llama_server_fields(self.grammar, preserved_tokens(self.format), self.format.stops)
         return {"prompt": server_prompt(self.template, self.prompt.text), "n_predict": n_predict, **fields}
 
     def to_dict(self, *, with_prompt: bool = True) -> dict[str, Any]:

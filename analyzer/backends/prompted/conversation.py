@@ -9,12 +9,11 @@ joined, for templates that insist on alternating roles.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from analyzer.analysis import bound_context, compile_as_analysed
-from analyzer.backends.export import MessagesError
+from analyzer.backends.export import MessagesError, arguments_value
 from analyzer.backends.prompted.format import (
     PromptedFormat, answer_text, call_text, fenced, results_text,
 )
@@ -78,18 +77,19 @@ def spell_conversation(messages: list[dict[str, Any]], fmt: PromptedFormat, tool
             results.append(_result(message, calls, len(results), number))
             continue
         if results:
-            turns.append({"role": "user", "content": results_text([(n, c) for _, n, c in sorted(results, key=_order)])})
+            turns.append(_results_turn(results))
             results = []
         if role == "system" and not turns:
             system_parts.append(_text(message.get("content")))
         elif role == "assistant":
             written = message.get("tool_calls") or []
             calls = [_call(call, number) for call in written]
-            turns.append({"role": "assistant", "content": _reply(message, calls_with_arguments(written), fmt)})
+            written_calls = [(name, arguments_value(call["function"])) for (_, name), call in zip(calls, written)]
+            turns.append({"role": "assistant", "content": _reply(message, written_calls, fmt)})
         else:
             turns.append({"role": role, "content": _text(message.get("content"))})
     if results:
-        turns.append({"role": "user", "content": results_text([(n, c) for _, n, c in sorted(results, key=_order)])})
+        turns.append(_results_turn(results))
     system = "\n\n".join([*(part for part in system_parts if part), tool_text])
     if into_user:
         first_user = next((turn for turn in turns if turn["role"] == "user"), None)
@@ -102,8 +102,10 @@ def spell_conversation(messages: list[dict[str, Any]], fmt: PromptedFormat, tool
     return _alternating(turns)
 
 
-def _order(result: tuple[int, str, Any]) -> int:
-    return result[0]
+def _results_turn(results: list[tuple[int, str, Any]]) -> dict[str, Any]:
+    """Consecutive tool results as one user turn, in the order of the calls they answer."""
+    in_call_order = sorted(results, key=lambda result: result[0])
+    return {"role": "user", "content": results_text([(name, content) for _, name, content in in_call_order])}
 
 
 def _text(content: Any) -> str:
@@ -117,20 +119,6 @@ def _call(call: Any, number: int) -> tuple[str, str]:
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         raise MessagesError(f"message {number}: a tool call without a function name")
     return str(call.get("id", "")), function["name"]
-
-
-def calls_with_arguments(calls: list[Any]) -> list[tuple[str, Any]]:
-    found = []
-    for call in calls:
-        function = call["function"]
-        arguments = function.get("arguments") or {}
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
-                raise MessagesError(f"call to {function['name']!r}: arguments are not valid JSON") from None
-        found.append((function["name"], arguments))
-    return found
 
 
 def _reply(message: dict[str, Any], calls: list[tuple[str, Any]], fmt: PromptedFormat) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from analyzer.errors import InputError
 from analyzer.lower import ReasoningShape
+from analyzer.tools import Tool, chosen_tools, declared_tools
 
 STYLES = ("json", "fenced")
 TOOL_KEY, ARGUMENTS_KEY, ANSWER_KEY = "tool", "arguments", "answer"
@@ -25,21 +26,14 @@ RESULT_KEY = "result"
 
 
 @dataclass(frozen=True, slots=True)
-class PromptedTool:
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
 class PromptedFormat:
     """What a reply may be. ``callable`` are the tools a reply may call (one for a named tool_choice);
     ``listed`` every declared tool, as the prompt lists them and the parser validates against them."""
 
     style: str  # "json" | "fenced"
     tool_choice: str  # "auto" | "required" | "none" | a tool's name
-    listed: tuple[PromptedTool, ...]
-    callable: tuple[PromptedTool, ...]
+    listed: tuple[Tool, ...]
+    callable: tuple[Tool, ...]
     answers: bool  # a reply may answer instead of calling (tool_choice auto or none)
     parallel: bool  # several calls in one reply: fenced blocks one after another (the json style has one object)
     reasoning: ReasoningShape | None  # the template's reasoning block, which may come before the reply
@@ -50,42 +44,14 @@ class PromptedFormat:
         return bool(self.callable)
 
 
-def declared_tools(tools: list[dict[str, Any]]) -> tuple[PromptedTool, ...]:
-    """Tools in the OpenAI form (``{"type": "function", "function": {...}}``) or bare ``{name, parameters}``."""
-    found = []
-    for number, tool in enumerate(tools, 1):
-        function = tool.get("function", tool) if isinstance(tool, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(function, dict) or not isinstance(name, str) or not name:
-            raise InputError(f"tool {number} has no name: {json.dumps(tool)[:80]}")
-        parameters = function.get("parameters")
-        if parameters is not None and not isinstance(parameters, dict):
-            raise InputError(f"tool {name!r}: parameters must be a JSON schema object")
-        description = function.get("description")
-        found.append(PromptedTool(name, description.strip() if isinstance(description, str) else "",
-                                  parameters or {"type": "object", "properties": {}}))
-    if not found:
-        raise InputError("the prompted format needs at least one declared tool")
-    return tuple(found)
-
-
 def prompted_format(tools: list[dict[str, Any]], *, style: str = "json", tool_choice: str = "auto",
                     parallel: bool = True, reasoning: ReasoningShape | None = None,
                     stops: tuple[str, ...] = ()) -> PromptedFormat:
     if style not in STYLES:
         raise InputError(f"style {style!r} is none of {', '.join(STYLES)}")
     listed = declared_tools(tools)
-    if tool_choice in ("auto", "required"):
-        callable_ = listed
-    elif tool_choice == "none":
-        callable_ = ()
-    else:
-        callable_ = tuple(tool for tool in listed if tool.name == tool_choice)
-        if not callable_:
-            names = ", ".join(tool.name for tool in listed)
-            raise InputError(f"tool_choice {tool_choice!r} is none of the declared tools ({names})")
-    return PromptedFormat(style, tool_choice, listed, callable_, tool_choice in ("auto", "none"),
-                          parallel and style == "fenced", reasoning, stops)
+    return PromptedFormat(style, tool_choice, listed, chosen_tools(listed, tool_choice),
+                          tool_choice in ("auto", "none"), parallel and style == "fenced", reasoning, stops)
 
 
 # --------------------------------------------------------------------------- how the prompt shows it
@@ -104,7 +70,7 @@ def fenced(call: str) -> str:
     return f"{FENCE_OPEN}\n{call}\n{FENCE_CLOSE}"
 
 
-def signature(tool: PromptedTool) -> str:
+def signature(tool: Tool) -> str:
     """``name(city: string, unit?: "celsius" | "kelvin")``: the arguments with their types, optional
     ones marked."""
     properties = tool.parameters.get("properties")
@@ -165,7 +131,7 @@ def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     return {key: example_value(properties[key]) for key in (required or properties)}
 
 
-def tool_line(tool: PromptedTool) -> str:
+def tool_line(tool: Tool) -> str:
     described = " ".join(tool.description.split())
     if described and described[-1] not in ".!?":
         described += "."

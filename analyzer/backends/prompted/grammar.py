@@ -16,8 +16,9 @@ from typing import Any
 from analyzer.backends.gbnf import TRIGGER_WORD, Grammar, GrammarTrigger, special_word, text_until
 from analyzer.backends.json_schema_gbnf import Rules, SchemaRules, choice, group, literal, optional, seq
 from analyzer.backends.prompted.format import (
-    ANSWER_KEY, ARGUMENTS_KEY, FENCE_CLOSE, FENCE_OPEN, TOOL_KEY, PromptedFormat, PromptedTool,
+    ANSWER_KEY, ARGUMENTS_KEY, FENCE_CLOSE, FENCE_OPEN, TOOL_KEY, PromptedFormat,
 )
+from analyzer.tools import Tool
 
 
 def to_prompted_grammar(fmt: PromptedFormat) -> Grammar | None:
@@ -55,7 +56,7 @@ def preserved_tokens(fmt: PromptedFormat) -> tuple[str, ...]:
     return tuple(words)
 
 
-def _call(fmt: PromptedFormat, tool: PromptedTool, schema_rules: SchemaRules) -> str:
+def _call(fmt: PromptedFormat, tool: Tool, schema_rules: SchemaRules) -> str:
     rules = schema_rules.rules
     arguments = schema_rules.value(_object_schema(tool.parameters), f"{tool.name}-arguments")
     body = seq(schema_rules.member(schema_rules.key(TOOL_KEY), schema_rules.constant(tool.name)), literal(","),
@@ -70,7 +71,8 @@ def _answer(schema_rules: SchemaRules) -> str:
 
 
 def _object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
-    return parameters if parameters.get("type", "object") == "object" else {"type": "object"}
+    """Arguments are always an object, also where the tool's schema leaves the type out."""
+    return {**parameters, "type": "object"} if parameters.get("type", "object") == "object" else {"type": "object"}
 
 
 def _before_reply(fmt: PromptedFormat, rules: Rules) -> str:
