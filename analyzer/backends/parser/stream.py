@@ -18,6 +18,8 @@ import re
 from typing import Any
 
 import jsonschema
+import referencing
+import referencing.exceptions
 
 from analyzer.backends.parser.match import NEED, CallMatch, CallMatcher, Mismatch, match_literal, skip_ws
 from analyzer.backends.parser.message import Delta, Message, ParseError, apply
@@ -34,6 +36,7 @@ class StreamParser:
         self.shape = shape
         self.tools = tool_schemas(tools or [])
         self.validate = validate and bool(tools)
+        self._schemas_reported: set[str] = set()  # tools whose unusable schema is already reported
         self.message = Message()
         self._buf = ""
         self._state = _START
@@ -541,7 +544,7 @@ class StreamParser:
         self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=match.name))
         self._emit(deltas, Delta(call_index=index, arguments=text))
         if self.validate:
-            for problem in validate_call(self.tools, match.name, arguments, index):
+            for problem in validate_call(self.tools, match.name, arguments, index, self._schemas_reported):
                 self._error(deltas, problem)
 
     def _malformed(self, deltas: list[Delta], reason: str, final: bool) -> None:
@@ -623,33 +626,121 @@ def tool_schemas(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return schemas
 
 
-def validate_call(tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, Any], index: int) -> list[ParseError]:
+def validate_call(tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, Any], index: int,
+                  reported: set[str] | None = None) -> list[ParseError]:
+    """What is wrong with one call: an undeclared tool, unknown arguments, arguments the tool's schema
+    refuses. A tool whose schema cannot be used is reported instead, once per tool in ``reported``."""
     if name not in tools:
         return [ParseError("unknown_tool", f"call {index}: {name!r} is not a declared tool", call_index=index)]
     schema = tools[name]
+    checked = _schema_problems(schema, name, arguments, index)
+    unusable = [problem for problem in checked if problem.kind == "invalid_schema"]
+    if unusable:
+        if reported is not None:
+            if name in reported:
+                return []
+            reported.add(name)
+        return unusable[:1]
     problems = []
     properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
     for key in arguments:
         if isinstance(properties, dict) and properties and key not in properties:
             problems.append(ParseError("unknown_argument", f"call {index} to {name}: unknown argument {key!r}",
                                        call_index=index))
-    return problems + _schema_problems(schema, name, arguments, index)
+    return problems + checked
+
+
+def _refuse_retrieval(uri: str) -> referencing.Resource:
+    # A tool's schema is untrusted input: a reference never makes us read a file or open a connection.
+    raise referencing.exceptions.NoSuchResource(ref=uri)
+
+
+# The only documents a reference can reach: the tool's own schema (and the metaschemas jsonschema
+# ships). Every other URI is refused without being opened.
+_NOTHING_REMOTE = referencing.Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+
+
+def unusable_schema(schema: Any) -> str:
+    """Why a tool's parameter schema cannot check arguments ("" when it can): it is not a valid JSON
+    schema, or a ``$ref`` in it leaves the tool's own schema or points to nothing there."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return f"schema is not valid: {exc.message}"
+    for ref in _references(schema):
+        if not ref.startswith("#"):
+            return f"$ref {ref!r} points outside the tool's own schema, which is not followed"
+        if _pointed_to(schema, ref[1:]) is _NOWHERE:
+            return f"$ref {ref!r} points to nothing in the tool's schema"
+    return ""
+
+
+def _references(schema: Any) -> list[str]:
+    found: list[str] = []
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            for key in ("$ref", "$dynamicRef"):
+                if isinstance(node.get(key), str):
+                    found.append(node[key])
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return found
+
+
+_NOWHERE = object()
+
+
+def _pointed_to(document: Any, fragment: str) -> Any:
+    """The part of ``document`` a JSON pointer fragment names (``/$defs/a``), or ``_NOWHERE``. A plain
+    name (an ``$anchor``) counts as found when some subschema declares it."""
+    if fragment and not fragment.startswith("/"):
+        anchors = {node.get(key) for node in _subschemas(document) for key in ("$anchor", "$dynamicAnchor")}
+        return document if fragment in anchors else _NOWHERE
+    node = document
+    for token in fragment.split("/")[1:] if fragment else ():
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return _NOWHERE
+    return node
+
+
+def _subschemas(schema: Any) -> list[dict[str, Any]]:
+    found, pending = [], [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            found.append(node)
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return found
 
 
 def _schema_problems(schema: dict[str, Any], name: str, arguments: dict[str, Any], index: int) -> list[ParseError]:
     """What the tool's JSON schema says about the arguments (the generated standalone parser swaps this
     one function for a built-in checker, since it may not use jsonschema)."""
+    unusable = unusable_schema(schema)
+    if unusable:
+        return [ParseError("invalid_schema", f"tool {name}: {unusable}", call_index=index)]
     problems = []
     try:
-        validator = jsonschema.Draft202012Validator(schema)
+        validator = jsonschema.Draft202012Validator(schema, registry=_NOTHING_REMOTE)
         for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
             if error.validator == "additionalProperties":
                 continue  # reported as unknown arguments, one by one
             where = "/".join(str(p) for p in error.path) or "arguments"
             problems.append(ParseError("invalid_arguments", f"call {index} to {name}: {where}: {error.message}",
                                        call_index=index))
-    except jsonschema.SchemaError as exc:
-        problems.append(ParseError("invalid_schema", f"tool {name}: schema is not valid: {exc.message}",
+    except (jsonschema.SchemaError, referencing.exceptions.Unresolvable) as exc:
+        # unusable_schema() has ruled these out; kept so that a case it misses is reported, not raised.
+        problems.append(ParseError("invalid_schema", f"tool {name}: schema cannot be used: {exc}",
                                    call_index=index))
     return problems
 

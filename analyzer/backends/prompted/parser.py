@@ -67,6 +67,7 @@ class PromptedStream:
     def __init__(self, fmt: PromptedFormat, tools: list[dict[str, Any]]):
         self.format = fmt
         self.schemas = tool_schemas(tools)
+        self._schemas_reported: set[str] = set()  # tools whose unusable schema is already reported
         self.message = Message()
         self._buf = ""
         reasoning = fmt.reasoning
@@ -225,7 +226,8 @@ class PromptedStream:
         call_id = generated_id("openai", index, name, text)
         self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=name))
         self._emit(deltas, Delta(call_index=index, arguments=json.dumps(arguments, ensure_ascii=False)))
-        for problem in validate_call(self.schemas, name, arguments, index) if self.schemas else ():
+        for problem in validate_call(self.schemas, name, arguments, index, self._schemas_reported) \
+                if self.schemas else ():
             self._error(deltas, problem)
 
     def _error(self, deltas: list[Delta], error: ParseError) -> None:
