@@ -7,21 +7,20 @@ the diff of golden/ like code.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from analyzer.analysis import analyze
 from analyzer.description import dumps, loads
 from analyzer.sources import load_template
+from helpers.golden import GOLDEN, golden_paths
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 UPDATE = os.environ.get("TEMPLATE_ANALYZER_UPDATE_GOLDEN") == "1"
 
 
 def test_one_golden_file_per_corpus_template(corpus_paths):
     expected = {p.stem for p in corpus_paths}
-    present = {p.stem for p in GOLDEN.glob("*.json")}
+    present = {p.stem for p in golden_paths()}
     assert present == expected
 
 
@@ -38,7 +37,7 @@ def test_golden_analysis(corpus_paths):
     assert not changed, f"analysis differs from golden/ for: {', '.join(changed)}"
 
 
-@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", golden_paths(), ids=lambda p: p.stem)
 def test_golden_files_load_back(path):
     text = path.read_text(encoding="utf-8")
     assert dumps(loads(text)) == text

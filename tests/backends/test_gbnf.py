@@ -14,33 +14,27 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gbnf_check import Checker, accepts  # noqa: E402
-
-from analyzer.backends.gbnf import (  # noqa: E402
+from analyzer.backends.gbnf import (
     TRIGGER_PATTERN, TRIGGER_PATTERN_FULL, TRIGGER_WORD, Grammar, to_grammar, text_until,
 )
-from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules  # noqa: E402
-from analyzer.description import ArgumentForm, Calls, Field, FormatDescription, JsonCall, Text, loads  # noqa: E402
-from analyzer.errors import InputError  # noqa: E402
-from analyzer.lower import (  # noqa: E402
+from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules
+from analyzer.description import ArgumentForm, Field, JsonCall, Text
+from analyzer.errors import InputError
+from analyzer.lower import (
     CallId, CallsShape, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape,
     ReasoningShape, Trigger, UnsupportedFormat, lower,
 )
-from analyzer.render.engines import CompiledTemplate, compile_mutable, compile_template  # noqa: E402
-from analyzer.render.session import Session  # noqa: E402
-from analyzer.sources import load_template  # noqa: E402
-
-GOLDEN = Path(__file__).resolve().parents[2] / "golden"
+from analyzer.render.engines import compile_template
+from analyzer.sources import load_template
+from helpers.gbnf_check import Checker, accepts
+from helpers.golden import golden
+from helpers.grammar import (
+    NO_ARGS_TOOL, SEARCH, TOOLS, WEATHER, WEATHER_TOOL, calls_span, case, described, model_output, tool,
+)
 
 
 # =========================================================================== 1. JSON Schema rules
@@ -170,16 +164,6 @@ def make_shape(call: tuple, *, section_open: tuple = (), section_close: tuple = 
     calls = CallsShape(section_open, section_close, separator, call, no_arguments, trigger or Trigger(word=first))
     return OutputShape("hand-made", "", prefix, reasoning, (), (), calls, ("<end>",), id_form)
 
-
-def tool(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": name, "parameters": {
-        "type": "object", "properties": {key: {**schema, "description": key} for key, schema in properties.items()},
-        "required": required}}}
-
-
-WEATHER_TOOL = tool("get_weather", {"location": {"type": "string"}, "days": {"type": "integer"},
-                                    "units": {"type": "string", "enum": ["c", "f"]}}, ["location"])
-NO_ARGS_TOOL = tool("list_files", {}, [])
 
 TAG_CALL = (Marker("<call>", trail="\n"), Name(), Marker("(", lead=""), JsonArgs("object"), Marker(")</call>"))
 
@@ -348,21 +332,6 @@ def test_llama_server_fields():
 # =========================================================================== 3. the corpus
 
 
-TOOLS = [
-    WEATHER_TOOL,
-    tool("search", {"query": {"type": "string"},
-                    "filters": {"type": "object", "properties": {"lang": {"type": "string"}, "max_age": {"type": "integer"}},
-                                "additionalProperties": False},
-                    "limit": {"type": "integer"}, "exact": {"type": "boolean"}}, ["query"]),
-    # Declared, not called: a free-form object and no parameters at all, which the grammar must hold too.
-    tool("run_code", {"code": {"type": "string"}, "env": {"type": "object", "additionalProperties": True}}, ["code"]),
-    NO_ARGS_TOOL,
-]
-WEATHER = ("get_weather", {"location": "Paris, France", "days": 3, "units": "c"}, "Ab3De6Gh9")
-SEARCH = ("search", {"query": 'cafés "open" late\nnear me', "filters": {"lang": "fr", "max_age": 7}, "limit": 5,
-                     "exact": True}, "Zy8Xw7Vu6")
-USER = {"role": "user", "content": "What is the weather?"}
-
 _NESTED_OBJECT = ("the description gives object arguments an 'unknown' form; the render writes a nested object "
                   "as nested tags ('[<filters>]<]minimax[>[<lang>fr]<]minimax[>[</lang>...'), which holds the "
                   "literal that ends the value, so text up to that literal cannot take it")
@@ -372,73 +341,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("auto-2", "MiniMax-M3"): _NESTED_OBJECT,
     ("required-2", "MiniMax-M3"): _NESTED_OBJECT,
 }
-
-
-@dataclass(frozen=True)
-class Case:
-    description: FormatDescription
-    shape: OutputShape
-    compiled: CompiledTemplate
-
-
-def described() -> list[str]:
-    return [path.stem for path in sorted(GOLDEN.glob("*.json"))
-            if isinstance(loads(path.read_text(encoding="utf-8")).calls, Calls)]
-
-
-@cache
-def case(name: str, corpus_dir: Path) -> Case:
-    description = loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8"))
-    template = load_template(str(corpus_dir / f"{name}.jinja"))
-    if description.template.engine == "jinja2-mutable":
-        compiled = compile_mutable(template)
-    else:
-        compiled = compile_template(template, "jinja2" if description.template.engine.startswith("jinja2")
-                                    else description.template.engine)
-    return Case(description, lower(description), compiled)
-
-
-def model_output(c: Case, calls: list[tuple[str, dict[str, Any], str]]) -> str:
-    """What the model writes for an assistant message with these calls: the history render past the
-    generation prompt, the message spelled in the form the template takes (content "" or None,
-    arguments as an object or a JSON string)."""
-    form = c.description.input_form
-    tool_calls = [{"id": call_id, "type": "function",
-                   "function": {"name": name, "arguments": json.dumps(args) if form.arguments_as_string else args}}
-                  for name, args, call_id in calls]
-    extra = {name: "" for name in c.description.bound_variables}
-    prompt = c.compiled.render([USER], tools=TOOLS, add_generation_prompt=True, extra=extra)
-    turn = {"role": "assistant", "content": form.content_with_calls, "tool_calls": tool_calls}
-    full = c.compiled.render([USER, turn], tools=TOOLS, extra=extra)
-    return full[Session.cut(prompt, full):]
-
-
-def calls_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
-    """Where the calls are in the output: from the trigger (the start of the calls for a regex or a
-    name) to the end of the section closer, or of the last call, or (calls that end with their JSON
-    and no closer) up to the stop string, trailing whitespace left out."""
-    calls = shape.calls
-    assert calls is not None
-    trigger = calls.trigger
-    if trigger.word:
-        start = output.find(trigger.word)
-        end = start + len(trigger.word)
-    elif trigger.pattern:
-        match = re.search(trigger.pattern, output)
-        start = end = match.start() if match else -1
-    else:
-        start = end = output.find(WEATHER[0])
-    assert start >= 0, f"the calls' start is not in {output!r}"
-    last = calls.call[-1]
-    if isinstance(last, Marker):
-        for _ in range(count):
-            end = output.index(last.text, end) + len(last.text)
-    if calls.section_close:
-        end = output.index(calls.section_close[-1].text, end) + len(calls.section_close[-1].text)
-    elif not isinstance(last, Marker):
-        end = min([at for stop in shape.stops if (at := output.find(stop, start + 1)) >= 0] + [len(output)])
-        end = len(output[:end].rstrip())
-    return start, end
 
 
 def triggered_at(grammar: Grammar, output: str) -> int | None:
@@ -463,8 +365,7 @@ def params(test: str, names: list[str]) -> list[Any]:
 
 
 def parallel_templates() -> list[str]:
-    return [name for name in described()
-            if loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8")).capabilities.parallel_calls.status == "yes"]
+    return [name for name in described() if golden(name).capabilities.parallel_calls.status == "yes"]
 
 
 def calls_for(count: int) -> list[tuple[str, dict[str, Any], str]]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import string
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -21,10 +19,8 @@ from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.description import Text
 from analyzer.lower import KeyValueArgs
-
-sys.path.insert(0, str(Path(__file__).parent))
-from gbnf_check import accepts  # noqa: E402
-from test_gbnf import TOOLS, calls_span, case, described, model_output  # noqa: E402
+from helpers.gbnf_check import accepts
+from helpers.grammar import TOOLS, calls_span, case, described, model_output
 
 TEMPLATES = described()
 

@@ -4,46 +4,37 @@ batch parse, and plain text is kept whole as content."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.backends.parser import Parser, apply
-from analyzer.backends.parser.message import Message
-from analyzer.description import Calls, loads
+from analyzer.backends.parser import Message, Parser, apply
+from helpers.golden import golden
+from helpers.roundtrip import TOOLS, case_outputs, compile_for
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_parser_roundtrip import CASES, TOOLS, compile_for, model_output  # noqa: E402
-
-GOLDEN = Path(__file__).resolve().parents[2] / "golden"
-DESCRIPTIONS = [d for d in (loads(p.read_text(encoding="utf-8")) for p in sorted(GOLDEN.glob("*.json")))
-                if isinstance(d.calls, Calls)]
 # A spread of format classes, so the property runs stay quick.
-SAMPLE = [d for d in DESCRIPTIONS if d.template.name in {
+SAMPLE = [golden(name) for name in (
     "Qwen-Qwen2.5-7B-Instruct", "Qwen3-Coder", "moonshotai-Kimi-K2", "mistralai-Mistral-Nemo-Instruct-2407",
     "LFM2.5-8B-A1B", "google-gemma-4-31B-it", "openai-gpt-oss-120b", "Qwen3.5-4B", "GLM-4.7-Flash",
-    "meta-llama-Llama-3.1-8B-Instruct", "deepseek-ai-DeepSeek-V3.2", "upstage-Solar-Open-100B"}]
+    "meta-llama-Llama-3.1-8B-Instruct", "deepseek-ai-DeepSeek-V3.2", "upstage-Solar-Open-100B")]
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@cache
+def _outputs(name: str, corpus_dir) -> tuple[str, ...]:
+    """Real model outputs (the template's own renders) to mutate: the cases the template writes. A case
+    is left out only where the description says it is not written or the template refuses it; any
+    other error fails the tests of this template."""
+    description = golden(name)
+    cases = ("one call", "parallel calls", "unicode and multi-line")
+    return tuple(text for _, text in case_outputs(description, compile_for(description, corpus_dir), cases))
 
 
 @pytest.fixture(scope="module")
 def outputs(corpus_dir):
-    """Real model outputs (the template's own renders) per template, to mutate."""
-    found = {}
-    for description in SAMPLE:
-        compiled = compile_for(description, corpus_dir)
-        texts = []
-        for case in ("one call", "parallel calls", "unicode and multi-line"):
-            content, calls = CASES[case]
-            try:
-                texts.append(model_output(description, compiled, content, calls))
-            except Exception:  # noqa: BLE001 - a case the template cannot render
-                continue
-        found[description.template.name] = texts
-    return found
+    return lambda name: _outputs(name, corpus_dir)
 
 
 def stream_parse(parser: Parser, text: str, cuts: list[int]) -> Message:
@@ -63,9 +54,8 @@ def stream_parse(parser: Parser, text: str, cuts: list[int]) -> Message:
 @SETTINGS
 @given(data=st.data())
 def test_mutated_outputs_never_raise_and_stream_equals_batch(description, outputs, data):
-    texts = outputs[description.template.name]
-    if not texts:
-        pytest.skip("no rendered output")
+    texts = outputs(description.template.name)
+    assert texts, "the template writes none of the cases"
     text = data.draw(st.sampled_from(texts))
     # Mutations: cut the text short, delete a slice, or insert random text somewhere.
     kind = data.draw(st.sampled_from(["truncate", "delete", "insert", "none"]))
@@ -105,7 +95,7 @@ def test_plain_text_is_kept_whole_as_content(description, text):
 def test_a_bare_json_call_after_a_run_of_whitespace_streams_as_in_batch(spaces: int) -> None:
     """Found by the real llama-server: a model under the grammar wrote whitespace between "{" and the
     first key, and a one-character stream lost the call the batch parse found."""
-    description = next(d for d in DESCRIPTIONS if d.template.name == "meta-llama-Llama-3.1-8B-Instruct")
+    description = golden("meta-llama-Llama-3.1-8B-Instruct")
     parser = Parser(description, [])
     text = "{" + " " * spaces + '"name": "set_unit", "parameters": {"unit": "kelvin"}}'
     streamed = stream_parse(parser, text, list(range(len(text))))

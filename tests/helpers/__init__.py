@@ -1,0 +1,11 @@
+"""Code the tests share, imported as ``helpers`` (``from helpers.golden import golden``).
+
+pytest puts ``tests/`` on ``sys.path`` because the suite's root conftest lives there (the folder has
+no ``__init__.py``), so this package imports from any test module without path tricks:
+
+- ``golden``: the reviewed descriptions in golden/, the template compiled as it was analysed, and the
+  model's output for an assistant message (a fresh render, cut where the generation prompt ends).
+- ``roundtrip``: the round-trip tools, cases and model outputs the parser tests share.
+- ``grammar``: the corpus cases the grammar tests share (tools, calls, where the calls are in an output).
+- ``gbnf_check``: whether a GBNF grammar accepts a text, asked of llguidance.
+"""
