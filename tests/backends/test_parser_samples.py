@@ -4,17 +4,14 @@ must parse to the messages those tests expect, with our parser generated from ou
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from analyzer.analysis import analyze
 from analyzer.backends.parser import Parser
 from analyzer.sources import load_template
-
-EXPECTED = Path(__file__).resolve().parents[3] / "shared" / "reference" / "llama-expected.json"
-ROWS = json.loads(EXPECTED.read_text(encoding="utf-8")) if EXPECTED.exists() else []
-SAMPLES = [row for row in ROWS if row.get("sample_output") and row.get("sample_expect")]
+# test_parser_codegen.py loads this file by path and reads SAMPLES and tools_for from it.
+from helpers.samples import SAMPLES, tools_for
 
 # Samples whose expected message needs something our descriptions say the template does not do,
 # with the reason (kept visible: a strict xfail turns into a failure once it passes).
@@ -28,20 +25,6 @@ KNOWN = {
     "openai-gpt-oss-120b": "history writes calls in the commentary channel only; the sample uses the analysis channel",
     "meta-llama-Llama-3.1-8B-Instruct": "the sample is a JSON-schema response in a fenced block, not a tool call",
 }
-
-
-_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", dict: "object", list: "array"}
-
-
-def tools_for(expect: dict) -> list[dict]:
-    """The tools the sample's test declared: each argument typed as its expected value is."""
-    tools = []
-    for call in expect.get("tool_calls", []):
-        properties = {key: {"type": _JSON_TYPES.get(type(value), "string")}
-                      for key, value in call.get("arguments", {}).items()}
-        tools.append({"type": "function", "function": {
-            "name": call["name"], "parameters": {"type": "object", "properties": properties}}})
-    return tools
 
 
 def _params():

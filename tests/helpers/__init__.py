@@ -8,4 +8,6 @@ no ``__init__.py``), so this package imports from any test module without path t
 - ``roundtrip``: the round-trip tools, cases and model outputs the parser tests share.
 - ``grammar``: the corpus cases the grammar tests share (tools, calls, where the calls are in an output).
 - ``gbnf_check``: whether a GBNF grammar accepts a text, asked of llguidance.
+- ``samples``: llama.cpp's sample outputs and the tools their tests declared.
+- ``toy``: toy chat templates for the detector tests, and the analysis of one.
 """
