@@ -7,25 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
 
-from analyzer.cli import cli, main
-
-
-def run(args, input=None):
-    """Invoke ``main`` as the console script does; return (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    result = runner.invoke(_entry, args, input=input, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
-
-
-import click  # noqa: E402
-
-
-@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.pass_context
-def _entry(ctx):
-    main(list(ctx.args))
+from analyzer.cli import cli
+from helpers.cli import run
 
 
 def test_analyze_summary_shows_markers_with_visible_whitespace(corpus_dir):

@@ -7,12 +7,8 @@ it is not a llama-server, so it proves nothing about what a real server accepts.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
-
-import pytest
 
 from analyzer.analysis import analyze
 from analyzer.backends.export import completion_request, send, spell_for_template, stream_chunks
@@ -21,8 +17,8 @@ from analyzer.backends.parser.message import Message, apply
 from analyzer.backends.parser.message import Delta
 from analyzer.render.engines import compile_template
 from analyzer.sources import load_template
-
-from tests.test_cli import run
+from helpers.cli import run
+from helpers.stand_in import serving, url
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather for a city",
@@ -107,53 +103,6 @@ def test_arguments_are_spelled_as_the_template_takes_them(corpus_dir: Path) -> N
 # --------------------------------------------------------------------------- --send against a stand-in
 
 
-class _StandIn(BaseHTTPRequestHandler):
-    """Answers POST /completion the way llama-server does, from ``server.script``."""
-
-    def log_message(self, *_: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append((self.path, body))  # type: ignore[attr-defined]
-        status, content, stop_type = self.server.script  # type: ignore[attr-defined]
-        if status != 200:
-            self._send(status, "application/json", json.dumps(
-                {"error": {"code": status, "message": "the grammar is not valid", "type": "invalid_request_error"}}))
-            return
-        final = {"content": "", "stop": True, "stop_type": stop_type, "tokens_evaluated": 17,
-                 "tokens_predicted": 9, "model": "stand-in"}
-        if not body.get("stream"):
-            self._send(200, "application/json", json.dumps({**final, "content": content}))
-            return
-        events = [{"content": ch, "stop": False} for ch in content] + [final]
-        self._send(200, "text/event-stream", "".join(f"data: {json.dumps(e)}\n\n" for e in events))
-
-    def _send(self, status: int, kind: str, text: str) -> None:
-        data = text.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.fixture
-def stand_in() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
-    server.requests = []  # type: ignore[attr-defined]
-    server.script = (200, "", "eos")  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def _url(server: ThreadingHTTPServer) -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}"
-
-
 CALL_TEXT = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>"
 
 
@@ -161,7 +110,7 @@ def test_send_makes_a_chat_completion(corpus_dir: Path, stand_in: ThreadingHTTPS
     template, description = _template(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
     body = completion_request(template, description, ASKED, [WEATHER])
     stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
-    completion = send(_url(stand_in), body, Parser(description, [WEATHER]))
+    completion = send(url(stand_in), body, Parser(description, [WEATHER]))
     path, sent = stand_in.requests[0]  # type: ignore[attr-defined]
     assert path == "/completion" and sent["stream"] is False and sent["grammar"] == body["grammar"]
     choice = completion["choices"][0]
@@ -177,7 +126,7 @@ def test_streaming_gives_the_batch_message(corpus_dir: Path, stand_in: Threading
     body = completion_request(template, description, ASKED, [WEATHER])
     parser = Parser(description, [WEATHER])
     stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
-    chunks = list(stream_chunks(_url(stand_in), body, parser))
+    chunks = list(stream_chunks(url(stand_in), body, parser))
     assert stand_in.requests[0][1]["stream"] is True  # type: ignore[attr-defined]
     folded = Message()
     for chunk in chunks[:-1]:
@@ -206,17 +155,16 @@ def test_cli_prints_the_body_and_reports_server_errors_apart(corpus_dir: Path, t
     assert code == 0 and json.loads(out)["n_predict"] == 64
 
     stand_in.script = (200, "Sunny in", "limit")  # type: ignore[attr-defined]
-    code, out, err = run(["export", template, *_files(tmp_path), "--send", _url(stand_in)])
+    code, out, err = run(["export", template, *_files(tmp_path), "--send", url(stand_in)])
     assert code == 5 and "cut at n_predict" in err and err.count("\n") == 1
     assert json.loads(out)["choices"][0]["finish_reason"] == "length"
 
     stand_in.script = (400, "", "eos")  # type: ignore[attr-defined]
-    code, out, err = run(["export", template, *_files(tmp_path), "--send", _url(stand_in)])
+    code, out, err = run(["export", template, *_files(tmp_path), "--send", url(stand_in)])
     assert code == 4 and "HTTP 400: the grammar is not valid" in err and out == ""
 
-    closed = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
-    port = closed.server_address[1]
-    closed.server_close()
+    with serving() as closed:  # a port no server listens on any more
+        port = closed.server_address[1]
     code, out, err = run(["export", template, *_files(tmp_path), "--send", f"http://127.0.0.1:{port}"])
     assert code == 3 and "no llama-server answered" in err and "Traceback" not in err
 

@@ -23,10 +23,9 @@ from analyzer.backends.prompted.conversation import FIRST_USER_TURN, SYSTEM_TURN
 from analyzer.backends.prompted.format import FENCE_OPEN, call_text, fenced
 from analyzer.lower import Marker, ReasoningShape
 from analyzer.sources import load_template
-
-from tests.backends.gbnf_check import Checker
-from tests.backends.test_export import _url, stand_in  # noqa: F401 - the fixture
-from tests.test_cli import run
+from helpers.cli import run
+from helpers.gbnf_check import Checker
+from helpers.stand_in import url
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather for a city",
@@ -310,11 +309,11 @@ def test_prompted_command_prints_one_json_object(corpus_dir: Path, tmp_path: Pat
 
 
 def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, tmp_path: Path,
-                                                              stand_in) -> None:  # noqa: F811
+                                                              stand_in) -> None:
     messages, tools = _files(tmp_path)
     template = str(corpus_dir / "google-gemma-2-2b-it.jinja")
     stand_in.script = (200, '{"tool": "get_weather", "arguments": {"city": "Paris"}}', "eos")
-    code, out, err = run(["export", template, "--messages", messages, "--tools", tools, "--send", _url(stand_in)])
+    code, out, err = run(["export", template, "--messages", messages, "--tools", tools, "--send", url(stand_in)])
     assert code == 0, err
     assert "prompted json format" in err  # the template has no tool format: said, not silent
     sent = stand_in.requests[0][1]
@@ -324,7 +323,7 @@ def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, 
     assert choice["message"]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
     stand_in.script = (200, '{"answer": "Sunny."}', "eos")
     code, out, _ = run(["export", template, "--messages", messages, "--tools", tools, "--tool-format", "json",
-                        "--send", _url(stand_in), "--stream"])
+                        "--send", url(stand_in), "--stream"])
     chunks = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "Sunny."
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"

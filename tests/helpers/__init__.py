@@ -8,6 +8,8 @@ no ``__init__.py``), so this package imports from any test module without path t
 - ``roundtrip``: the round-trip tools, cases and model outputs the parser tests share.
 - ``grammar``: the corpus cases the grammar tests share (tools, calls, where the calls are in an output).
 - ``gbnf_check``: whether a GBNF grammar accepts a text, asked of llguidance.
+- ``cli``: the command line run through its real entry point.
+- ``stand_in``: a local stand-in for llama-server's /completion endpoint (the ``stand_in`` fixture).
 - ``samples``: llama.cpp's sample outputs and the tools their tests declared.
 - ``toy``: toy chat templates for the detector tests, and the analysis of one.
 """
