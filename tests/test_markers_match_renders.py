@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 
 from analyzer.description import (
-    CallIds, Calls, FormatDescription, JsonArguments, JsonCall, KeyValueArguments, Text, Unknown,
+    CallIds, Calls, Field, FormatDescription, JsonArguments, JsonCall, KeyValueArguments, Pattern, Text,
+    Unknown,
 )
 from helpers.golden import Call, assistant_output, compile_for, golden, golden_descriptions, tool_calls
 
@@ -246,6 +247,19 @@ def value_piece(arguments: KeyValueArguments, syntax: str, value: Any, what: str
     return one_of([text, opener + text + closer], what)
 
 
+def pattern_pieces(pattern: Pattern, fields: dict[str, Callable[[Field], list[Piece]]], what: str) -> list[Piece]:
+    """A pattern's literals as they are, its fields by ``fields`` (a field it has no entry for cannot be written)."""
+    pieces: list[Piece] = []
+    for part in pattern:
+        if isinstance(part, Text):
+            pieces.append(literal(part.text, f"{what}: literal"))
+        elif part.name in fields:
+            pieces += fields[part.name](part)
+        else:
+            raise Undescribed(f"field {part.name!r} in {what}")
+    return pieces
+
+
 def argument_pieces(arguments: KeyValueArguments, values: dict[str, Any], k: int) -> list[Piece]:
     items = sorted(values.items()) if arguments.order == "sorted" else list(values.items())
     pieces: list[Piece] = []
@@ -257,51 +271,43 @@ def argument_pieces(arguments: KeyValueArguments, values: dict[str, Any], k: int
         form = next((f for f in arguments.forms if f.json_type == json_type(value)), None)
         if form is None:
             raise Undescribed(f"no argument form for {json_type(value)}")
-        for part in form.pattern:
-            what = f"call {k}, argument {key!r}"
-            if isinstance(part, Text):
-                pieces.append(literal(part.text, f"{what}: literal"))
-            elif part.name == "key":
-                pieces.append(literal(key, f"{what}: key"))
-            elif part.name == "value":
-                pieces.append(value_piece(arguments, form.syntax, value, f"{what}: value"))
-            else:
-                raise Undescribed(f"field {part.name!r} in an argument form")
+        what = f"call {k}, argument {key!r}"
+        pieces += pattern_pieces(form.pattern, {
+            "key": lambda _, key=key: [literal(key, f"{what}: key")],
+            "value": lambda _, form=form, value=value: [value_piece(arguments, form.syntax, value, f"{what}: value")],
+        }, what)
     return pieces
+
+
+def arguments_pieces(calls: Calls, arguments: dict[str, Any], k: int) -> list[Piece]:
+    what = f"call {k}: arguments"
+    if isinstance(calls.arguments, JsonArguments):
+        if calls.arguments.encoding == "python":
+            return [python_value(arguments, what)]
+        return [json_value(arguments_check(calls.arguments.encoding, arguments), what)]
+    if isinstance(calls.arguments, KeyValueArguments):
+        return argument_pieces(calls.arguments, arguments, k)
+    raise Undescribed(f"arguments unknown ({calls.arguments.reason})")
+
+
+def json_call_pieces(calls: Calls, call: Call, k: int) -> list[Piece]:
+    if calls.json_call is None:
+        raise Undescribed("a call field with no JSON call layout")
+    name, arguments, call_id = call
+    check = json_call_check(calls.json_call, name, arguments, call_id, calls.json_call.index_base + k)
+    return [json_value(check, f"call {k}: JSON call")]
 
 
 def call_pieces(calls: Calls, call: Call, k: int) -> list[Piece]:
     name, arguments, call_id = call
-    pieces: list[Piece] = []
-    for part in calls.call:
-        what = f"call {k}"
-        if isinstance(part, Text):
-            pieces.append(literal(part.text, f"{what}: literal"))
-        elif part.name == "name":
-            pieces.append(literal(name, f"{what}: name"))
-        elif part.name == "id":
-            pieces.append(one_of(id_candidates(call_id), f"{what}: id"))
-        elif part.name == "index":
-            pieces.append(digits(part.base + k, f"{what}: index"))
-        elif part.name == "call":
-            if calls.json_call is None:
-                raise Undescribed("a call field with no JSON call layout")
-            pieces.append(json_value(json_call_check(calls.json_call, name, arguments, call_id,
-                                                     calls.json_call.index_base + k), f"{what}: JSON call"))
-        elif part.name == "arguments":
-            if isinstance(calls.arguments, JsonArguments):
-                if calls.arguments.encoding == "python":
-                    pieces.append(python_value(arguments, f"{what}: arguments"))
-                else:
-                    pieces.append(json_value(arguments_check(calls.arguments.encoding, arguments),
-                                             f"{what}: arguments"))
-            elif isinstance(calls.arguments, KeyValueArguments):
-                pieces += argument_pieces(calls.arguments, arguments, k)
-            else:
-                raise Undescribed(f"arguments unknown ({calls.arguments.reason})")
-        else:
-            raise Undescribed(f"field {part.name!r} in a call")
-    return pieces
+    what = f"call {k}"
+    return pattern_pieces(calls.call, {
+        "name": lambda _: [literal(name, f"{what}: name")],
+        "id": lambda _: [one_of(id_candidates(call_id), f"{what}: id")],
+        "index": lambda field: [digits(field.base + k, f"{what}: index")],
+        "call": lambda _: json_call_pieces(calls, call, k),
+        "arguments": lambda _: arguments_pieces(calls, arguments, k),
+    }, what)
 
 
 def mismatch(description: FormatDescription, output: str, calls: list[Call]) -> str | None:
