@@ -9,7 +9,7 @@ from analyzer.description import Field
 from analyzer.detect.arguments import build_pattern
 from analyzer.detect.calls import written_part
 from analyzer.diff import added_text, find_all, repeated_unit
-from analyzer.detect.turn import MARKER
+from analyzer.markers import first_marker
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
 
@@ -129,6 +129,6 @@ def _rendered_as(session: Session, render: str, open_text: str, stops: tuple[str
     before_result = render[:render.rfind(v.RESULT_TEXT)]
     after_calls = before_result[before_result.rfind(v.STR1) + len(v.STR1):]
     # No turn end between the calls and the result, and no marker of a header before it.
-    if stops and not any(stop in after_calls for stop in stops) and not MARKER.search(open_text):
+    if stops and not any(stop in after_calls for stop in stops) and first_marker(open_text, symbols=True) is None:
         return "inside the assistant turn"
     return "own turn"

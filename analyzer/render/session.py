@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.diff import common_prefix_len, common_suffix_len, marker_start
+from analyzer.diff import common_prefix_len, common_suffix_len
+from analyzer.markers import marker_start
 from analyzer.errors import RenderError
 from analyzer.render import variants as v
 from analyzer.render.engines import CompiledTemplate
