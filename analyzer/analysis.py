@@ -13,7 +13,7 @@ from typing import Any
 import minijinja
 
 from analyzer.description import (
-    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, Field, FormatDescription, InputForm, JsonArguments,
+    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, Field, FormatDescription, JsonArguments,
     KeyValueArguments, TemplateRef, Text, Unknown,
 )
 from analyzer.detect.calls import detect_calls
@@ -21,7 +21,7 @@ from analyzer.detect.forms import probe
 from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
 from analyzer.detect.turn import detect_turn
-from analyzer.render import variants as v
+from analyzer.render import conversation, variants as v
 from analyzer.render.engines import (
     DEFAULT_ENGINE, CompiledTemplate, RenderLimits, compile_mutable, compile_template,
 )
@@ -39,14 +39,14 @@ KNOWN_VARIABLES = {
 def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderLimits | None = None
             ) -> FormatDescription:
     compiled = compile_template(template, engine, limits)
-    session = Session(compiled, v.InputForm())
+    session = Session(compiled, v.Spelling())
     warnings: list[str] = []
 
     session = _bind_missing_variables(template, session, warnings)
     found = probe(session)
     if isinstance(found.call_output, Failed) and not found.call_output.refused:
         # The engine, not the template's own checks, failed: try a sandbox that allows list mutation.
-        fallback = Session(compile_mutable(template, limits), v.InputForm(), extra=session.extra)
+        fallback = Session(compile_mutable(template, limits), v.Spelling(), extra=session.extra)
         fallback_found = probe(fallback)
         if fallback_found.renders_call:
             compiled, session, found = fallback.compiled, fallback, fallback_found
@@ -84,8 +84,7 @@ def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderL
         calls=calls,
         results=results,
         capabilities=capabilities,
-        input_form=InputForm(found.form.content_with_calls, found.form.arguments_as_string, found.form.id_form,
-                             found.form.tool_descriptions),
+        input_form=found.form.input_form(),
         warnings=tuple(warnings),
         bound_variables=tuple(sorted(session.extra)),
     )
@@ -154,13 +153,10 @@ def _bind_missing_variables(template: Template, session: Session, warnings: list
 
 def compile_as_analysed(template: Template, description: FormatDescription,
                         engine: str = DEFAULT_ENGINE) -> CompiledTemplate:
-    """The template compiled for rendering beside its description: ``engine``, unless the analysis
-    had to fall back to jinja2 with list mutation, which the template then needs."""
-    if description.template.engine == "jinja2-mutable":
-        return compile_mutable(template)
-    return compile_template(template, engine)
+    """Kept for export and the prompted path until they render through ``Renderer``."""
+    return conversation.compile_as_analysed(template, description, engine)
 
 
 def bound_context(description: FormatDescription) -> dict[str, Any]:
-    """The variables the analysis bound so the template renders at all (each to "")."""
-    return {name: "" for name in description.bound_variables}
+    """Kept for export and the prompted path until they render through ``Renderer``."""
+    return conversation.bound_context(description)

@@ -109,14 +109,6 @@ def _render(compiled: CompiledTemplate, messages: list[dict[str, Any]], tools: l
         return exc
 
 
-def _form(description: FormatDescription) -> v.InputForm:
-    f = description.input_form
-    return v.InputForm(content_with_calls=f.content_with_calls, arguments_as_string=f.arguments_as_string,
-                       id_form=f.id_form, tool_descriptions=f.tool_descriptions)
-
-
-
-
 # --------------------------------------------------------------------------- 1. tool definitions
 
 
@@ -179,7 +171,7 @@ def _placement(with_tools: str, start: int, stop: int, end_marker: str | None, s
 
 def _tool_section(template: Template, description: FormatDescription, compiled: CompiledTemplate,
                   tools: list | None, findings: list[Finding]) -> ToolSection:
-    form = _form(description)
+    form = v.Spelling.from_description(description)
     extra = bound_context(description)
     given = tools if tools else v.tools(form)
     first = given[0]
@@ -344,7 +336,7 @@ def _nondeterminism(template: Template, description: FormatDescription, compiled
                     findings: list[Finding]) -> None:
     extra = bound_context(description)
     opening = [v.user()]
-    tools = v.tools(_form(description))
+    tools = v.tools(v.Spelling.from_description(description))
     base = _render(compiled, opening, tools, extra)
     if isinstance(base, RenderError):
         findings.append(Finding("nondeterminism", "unrendered", "info",
@@ -375,7 +367,7 @@ def _nondeterminism(template: Template, description: FormatDescription, compiled
 
 def _conversations(description: FormatDescription) -> list[tuple[str, list[dict[str, Any]], bool, bool]]:
     """(label, messages, with tools, generation prompt): the conversations the analysis reads."""
-    form = _form(description)
+    form = v.Spelling.from_description(description)
     opening = v.opening(form)
     one = v.assistant(form, calls=(v.CALL1,))
     return [
@@ -393,7 +385,7 @@ def _engines(template: Template, description: FormatDescription, findings: list[
         except Exception as exc:  # noqa: BLE001 - a syntax error in one engine is the finding
             compiled[name] = RenderError(getattr(exc, "message", str(exc)))
     extra = bound_context(description)
-    tools = v.tools(_form(description))
+    tools = v.tools(v.Spelling.from_description(description))
     all_same = True
     for label, messages, with_tools, prompt in _conversations(description):
         out: dict[str, str | RenderError] = {}

@@ -50,7 +50,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
     added = added_text(base, one, v.RESULT_TEXT)
     if added is None:
         return Unknown("the tool result text is not written")
-    id1 = form.ids()[0]
+    id1 = v.ids(form)[0]
     carries_id = bool(written_part(added, id1))
     carries_name = v.FN1 in added
 
@@ -72,7 +72,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
     separator: str | Unknown = Unknown("two results do not render")
     unit = None
     if isinstance(first, str) and isinstance(both, str):
-        id2 = form.ids()[1]
+        id2 = v.ids(form)[1]
         unit = repeated_unit(first, both, lambda t: t.replace(v.RESULT_TEXT2, v.RESULT_TEXT)
                              .replace(id2, id1).replace(v.FN2, v.FN1), v.RESULT_TEXT)
         separator = unit.separator if unit else Unknown("two results are not written as one result repeated")
