@@ -1,40 +1,39 @@
-"""The differential analysis: one template in, one format description out.
+"""The differential analysis: one template in, one format description out; and beside it, the evidence
+a deployment should know about.
 
-Stages run in a fixed order, each reading renders through one ``Session`` and handing typed findings
-on: input forms first (they decide how every later conversation is spelled), then the turn, reasoning,
-calls (with their arguments), results, and the capabilities that collect what each stage saw.
+``analyze`` runs its stages in a fixed order, each reading renders through one ``Session`` and handing
+typed findings on: input forms first (they decide how every later conversation is spelled), then the
+turn, reasoning, calls (with their arguments), results, and the capabilities that collect what each
+stage saw. ``inspect`` then renders the template as analysed (``Renderer``) for what the description
+does not hold: tool definitions, context use, engine agreement, history, a sample conversation.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
-
-import minijinja
 
 from analyzer.description import (
     SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, Field, FormatDescription, JsonArguments,
     KeyValueArguments, TemplateRef, Text, Unknown,
 )
 from analyzer.detect.calls import detect_calls
+from analyzer.detect.context import detect_context, own_variables
+from analyzer.detect.engines import detect_engine_agreement
 from analyzer.detect.forms import probe
+from analyzer.detect.history import detect_history
 from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
+from analyzer.detect.sample import detect_sample
+from analyzer.detect.tools import detect_tool_definitions
 from analyzer.detect.turn import detect_turn
+from analyzer.evidence import Evidence
 from analyzer.render import conversation, variants as v
+from analyzer.render.conversation import Renderer
 from analyzer.render.engines import (
     DEFAULT_ENGINE, CompiledTemplate, RenderLimits, compile_mutable, compile_template,
 )
 from analyzer.render.session import Failed, Session
 from analyzer.template import Template
-
-# Variables every chat template may read; anything else it reads undefined is the template's own.
-KNOWN_VARIABLES = {
-    "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "raise_exception",
-    "strftime_now", "enable_thinking", "range", "namespace", "dict", "loop", "true", "false", "none",
-    "True", "False", "None", "lipsum", "cycler", "joiner",
-}
-
 
 def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderLimits | None = None
             ) -> FormatDescription:
@@ -137,11 +136,7 @@ def _bind_missing_variables(template: Template, session: Session, warnings: list
     prompt = session.prompt()
     if not isinstance(prompt, Failed) or "undefined" not in prompt.message:
         return session
-    try:
-        names = minijinja.Environment().undeclared_variables_in_str(template.source)
-    except Exception:  # noqa: BLE001 - a template minijinja cannot parse keeps its failure
-        return session
-    missing = sorted(n for n in names if n not in KNOWN_VARIABLES and not re.match(r"^_", n))
+    missing = own_variables(template)
     if not missing:
         return session
     bound = Session(session.compiled, session.form, extra={**session.extra, **{n: "" for n in missing}})
@@ -149,6 +144,22 @@ def _bind_missing_variables(template: Template, session: Session, warnings: list
         return session
     warnings.append(f"the template reads variables of its own, bound to empty strings: {', '.join(missing)}")
     return bound
+
+
+def inspect(template: Template, description: FormatDescription, *, tools: list[dict[str, Any]] | None = None,
+            engine: str | None = None) -> Evidence:
+    """What a deployment of ``template`` should know beyond ``description`` (its analysis), each fact
+    with the render excerpt it rests on. ``tools`` are the caller's, measured instead of the analysis's
+    sentinel tools; ``engine`` defaults to the one the analysis used."""
+    renderer = Renderer.for_template(template, description, engine=engine)
+    return Evidence(
+        engine=renderer.engine,
+        tools=detect_tool_definitions(renderer, template, description, tools),
+        context=detect_context(renderer, template),
+        engines=detect_engine_agreement(template, description),
+        history=detect_history(renderer, description),
+        sample=detect_sample(renderer, description),
+    )
 
 
 def compile_as_analysed(template: Template, description: FormatDescription,
