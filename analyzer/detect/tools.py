@@ -92,7 +92,9 @@ def _growth(sizes: list[int]) -> tuple[int, int]:
 
 def _inserted_block(without: str, with_tools: str, name: str) -> tuple[int, int]:
     """Where the tools' text sits in ``with_tools``: the inserted block holding ``name`` (a tool's
-    name), else the longest inserted block."""
+    name), else the longest inserted block. Not ``diff.added_text``: it slides a run as late as it
+    can (right for a message added after a turn), and a tool turn slid that way starts inside the
+    next turn's header, which then reads as the wrong turn."""
     matcher = difflib.SequenceMatcher(None, without, with_tools, autojunk=False)
     blocks = [(j1, j2) for op, _i1, _i2, j1, j2 in matcher.get_opcodes() if op in ("insert", "replace")]
     if not blocks:

@@ -106,7 +106,7 @@ class Spelling:
         function = dict(call["function"])
         arguments = function.get("arguments")
         if not (self.arguments_as_string and isinstance(arguments, str)):
-            function["arguments"] = self.arguments(_arguments_value(function))
+            function["arguments"] = self.arguments(arguments_value(function))
         call = {**call, "function": function}
         old = call.get("id")
         if rename_id is not None and isinstance(old, str):
@@ -119,7 +119,7 @@ class Spelling:
         return call
 
 
-def _arguments_value(function: dict[str, Any]) -> Any:
+def arguments_value(function: dict[str, Any]) -> Any:
     """A call's arguments as a JSON value, whether the client sent a JSON string or the value itself."""
     arguments = function.get("arguments")
     if not isinstance(arguments, str):
@@ -190,4 +190,4 @@ class Renderer:
             return Failed(exc.message, exc.raised_by_template)
 
 
-__all__ = ["Failed", "RenameId", "Renderer", "Spelling", "bound_context", "compile_as_analysed"]
+__all__ = ["Failed", "RenameId", "Renderer", "Spelling", "arguments_value", "bound_context", "compile_as_analysed"]
