@@ -1,52 +1,51 @@
-"""The differential analysis: one template in, one format description out.
+"""The differential analysis: one template in, one format description out; and beside it, the evidence
+a deployment should know about.
 
-Stages run in a fixed order, each reading renders through one ``Session`` and handing typed findings
-on: input forms first (they decide how every later conversation is spelled), then the turn, reasoning,
-calls (with their arguments), results, and the capabilities that collect what each stage saw.
+``analyze`` runs its stages in a fixed order, each reading renders through one ``Session`` and handing
+typed findings on: input forms first (they decide how every later conversation is spelled), then the
+turn, reasoning, calls (with their arguments), results, and the capabilities that collect what each
+stage saw. ``inspect`` then renders the template as analysed (``Renderer``) for what the description
+does not hold: tool definitions, context use, engine agreement, history, a sample conversation.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-import minijinja
-
 from analyzer.description import (
-    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, Field, FormatDescription, InputForm, JsonArguments,
+    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, Field, FormatDescription, JsonArguments,
     KeyValueArguments, TemplateRef, Text, Unknown,
 )
 from analyzer.detect.calls import detect_calls
+from analyzer.detect.context import detect_context, own_variables
+from analyzer.detect.engines import detect_engine_agreement
 from analyzer.detect.forms import probe
+from analyzer.detect.history import detect_history
 from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
+from analyzer.detect.sample import detect_sample
+from analyzer.detect.tools import detect_tool_definitions
 from analyzer.detect.turn import detect_turn
-from analyzer.render import variants as v
+from analyzer.evidence import Evidence
+from analyzer.render import conversation, variants as v
+from analyzer.render.conversation import Renderer
 from analyzer.render.engines import (
     DEFAULT_ENGINE, CompiledTemplate, RenderLimits, compile_mutable, compile_template,
 )
 from analyzer.render.session import Failed, Session
 from analyzer.template import Template
 
-# Variables every chat template may read; anything else it reads undefined is the template's own.
-KNOWN_VARIABLES = {
-    "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "raise_exception",
-    "strftime_now", "enable_thinking", "range", "namespace", "dict", "loop", "true", "false", "none",
-    "True", "False", "None", "lipsum", "cycler", "joiner",
-}
-
-
 def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderLimits | None = None
             ) -> FormatDescription:
     compiled = compile_template(template, engine, limits)
-    session = Session(compiled, v.InputForm())
+    session = Session(compiled, v.Spelling())
     warnings: list[str] = []
 
     session = _bind_missing_variables(template, session, warnings)
     found = probe(session)
     if isinstance(found.call_output, Failed) and not found.call_output.refused:
         # The engine, not the template's own checks, failed: try a sandbox that allows list mutation.
-        fallback = Session(compile_mutable(template, limits), v.InputForm(), extra=session.extra)
+        fallback = Session(compile_mutable(template, limits), v.Spelling(), extra=session.extra)
         fallback_found = probe(fallback)
         if fallback_found.renders_call:
             compiled, session, found = fallback.compiled, fallback, fallback_found
@@ -84,8 +83,7 @@ def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderL
         calls=calls,
         results=results,
         capabilities=capabilities,
-        input_form=InputForm(found.form.content_with_calls, found.form.arguments_as_string, found.form.id_form,
-                             found.form.tool_descriptions),
+        input_form=found.form.input_form(),
         warnings=tuple(warnings),
         bound_variables=tuple(sorted(session.extra)),
     )
@@ -138,11 +136,7 @@ def _bind_missing_variables(template: Template, session: Session, warnings: list
     prompt = session.prompt()
     if not isinstance(prompt, Failed) or "undefined" not in prompt.message:
         return session
-    try:
-        names = minijinja.Environment().undeclared_variables_in_str(template.source)
-    except Exception:  # noqa: BLE001 - a template minijinja cannot parse keeps its failure
-        return session
-    missing = sorted(n for n in names if n not in KNOWN_VARIABLES and not re.match(r"^_", n))
+    missing = own_variables(template)
     if not missing:
         return session
     bound = Session(session.compiled, session.form, extra={**session.extra, **{n: "" for n in missing}})
@@ -152,15 +146,28 @@ def _bind_missing_variables(template: Template, session: Session, warnings: list
     return bound
 
 
+def inspect(template: Template, description: FormatDescription, *, tools: list[dict[str, Any]] | None = None,
+            engine: str | None = None) -> Evidence:
+    """What a deployment of ``template`` should know beyond ``description`` (its analysis), each fact
+    with the render excerpt it rests on. ``tools`` are the caller's, measured instead of the analysis's
+    sentinel tools; ``engine`` defaults to the one the analysis used."""
+    renderer = Renderer.for_template(template, description, engine=engine)
+    return Evidence(
+        engine=renderer.engine,
+        tools=detect_tool_definitions(renderer, template, description, tools),
+        context=detect_context(renderer, template),
+        engines=detect_engine_agreement(template, description),
+        history=detect_history(renderer, description),
+        sample=detect_sample(renderer, description),
+    )
+
+
 def compile_as_analysed(template: Template, description: FormatDescription,
                         engine: str = DEFAULT_ENGINE) -> CompiledTemplate:
-    """The template compiled for rendering beside its description: ``engine``, unless the analysis
-    had to fall back to jinja2 with list mutation, which the template then needs."""
-    if description.template.engine == "jinja2-mutable":
-        return compile_mutable(template)
-    return compile_template(template, engine)
+    """Kept for export and the prompted path until they render through ``Renderer``."""
+    return conversation.compile_as_analysed(template, description, engine)
 
 
 def bound_context(description: FormatDescription) -> dict[str, Any]:
-    """The variables the analysis bound so the template renders at all (each to "")."""
-    return {name: "" for name in description.bound_variables}
+    """Kept for export and the prompted path until they render through ``Renderer``."""
+    return conversation.bound_context(description)

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from analyzer import corpus as corpus_lib
-from analyzer.analysis import analyze as analyze_template
+from analyzer.analysis import analyze as analyze_template, inspect as inspect_template
 from analyzer.backends.audit import audit as audit_template, render_text as render_audit
 from analyzer.backends.html_report import render_html
 from analyzer.backends.export import DEFAULT_N_PREDICT, MessagesError, ReplyCut, completion_request, send, stream_chunks
@@ -107,10 +107,11 @@ def audit(template: str, tools_file: str | None, as_json: bool, html_file: str |
     """Audit TEMPLATE: where tools go and their cost, refusals, date use, engine agreement, result linking."""
     loaded = _load(template, variant)
     description = analyze_template(loaded, engine=engine)
-    report = audit_template(loaded, description, tools=_read_tools(tools_file) or None, engine=engine)
+    evidence = inspect_template(loaded, description, tools=_read_tools(tools_file) or None, engine=engine)
+    report = audit_template(description, evidence)
     if html_file:
         try:
-            Path(html_file).write_text(render_html(loaded, description, report), encoding="utf-8")
+            Path(html_file).write_text(render_html(description, evidence), encoding="utf-8")
         except OSError as exc:
             raise InputError(f"{html_file}: cannot write the HTML report: {exc.strerror or exc}") from None
     if as_json:
@@ -130,7 +131,8 @@ def compare(templates: tuple[str, ...], engine: str, variant: str | None) -> Non
         for spec in bar:
             loaded = _load(spec, variant)
             description = analyze_template(loaded, engine=engine)
-            rows.append(compare_row(description, audit_template(loaded, description, engine=engine)))
+            report = audit_template(description, inspect_template(loaded, description, engine=engine))
+            rows.append(compare_row(description, report))
     click.echo(render_table(rows, style=click.style))
 
 

@@ -1,8 +1,8 @@
-"""Diff primitives on renders: common prefixes and suffixes, marker-aware cut points, and the
-repeated-unit finder that tells a per-item marker from a section marker.
+"""Diff primitives on renders: common prefixes and suffixes, and the repeated-unit finder that tells a per-item marker from a section marker.
 
 Everything here works on plain strings and knows nothing about chat templates; ``detect`` modules
-call these with renders and sentinels.
+call these with renders and sentinels. What counts as a marker (and so where a cut would split
+one) is ``analyzer.markers``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ from typing import Callable
 
 from rapidfuzz.distance import Indel
 
-# Text that models emit as one special token usually looks like <...>, <|...|>, [...], <｜...｜>.
-_MARKER_OPENERS = "<["
-_MARKER_CLOSERS = {"<": ">", "[": "]"}
-_MAX_MARKER = 48
+from analyzer.markers import inside_marker_mask
 
 
 def common_prefix_len(a: str, b: str) -> int:
@@ -37,54 +34,6 @@ def common_suffix_len(a: str, b: str, limit: int | None = None) -> int:
     while i < n and a[len(a) - 1 - i] == b[len(b) - 1 - i]:
         i += 1
     return i
-
-
-def marker_start(text: str, pos: int) -> int:
-    """Move a cut point at ``pos`` back to the start of a bracketed marker it falls inside.
-
-    Two renders that share ``<|`` and then go on as ``<|channel>`` and ``<|tool_call>`` must be cut
-    before the ``<``, not inside the marker.
-    """
-    lo = max(0, pos - _MAX_MARKER)
-    for i in range(pos - 1, lo - 1, -1):
-        ch = text[i]
-        if ch in _MARKER_OPENERS:
-            closer = _MARKER_CLOSERS[ch]
-            if closer not in text[i + 1:pos]:
-                return i
-            return pos
-        if ch in "\n" or ch in ">]":
-            return pos
-    return pos
-
-
-def marker_end(text: str, pos: int) -> int:
-    """Move a cut point at ``pos`` forward to the end of a bracketed marker it falls inside."""
-    hi = min(len(text), pos + _MAX_MARKER)
-    for i in range(pos, hi):
-        ch = text[i]
-        if ch in ">]":
-            opener = "<" if ch == ">" else "["
-            if opener not in text[pos:i]:
-                # Only if the marker opened before pos.
-                start = text.rfind(opener, max(0, pos - _MAX_MARKER), pos)
-                if start != -1 and (ch not in text[start + 1:pos]):
-                    return i + 1
-            return pos
-        if ch in "\n<[":
-            return pos
-    return pos
-
-
-_MARKER_TEXT = re.compile(r"<[^<>\n]{1,46}>|\[[^\[\]\n]{1,46}\]")
-
-
-def inside_marker_mask(text: str) -> bytearray:
-    """``mask[i]`` is 1 when a cut before ``text[i]`` would split a bracketed marker."""
-    mask = bytearray(len(text) + 1)
-    for m in _MARKER_TEXT.finditer(text):
-        mask[m.start() + 1:m.end()] = b"\x01" * (m.end() - m.start() - 1)
-    return mask
 
 
 @dataclass(frozen=True, slots=True)

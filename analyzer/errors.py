@@ -54,3 +54,8 @@ class DescriptionError(InputError):
 
 class CorpusError(AnalyzerError):
     """The corpus could not be downloaded, verified or extracted."""
+
+
+class ConversationError(InputError):
+    """A conversation given to render is malformed (a message that is not an object, arguments that are
+    not JSON)."""

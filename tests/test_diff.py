@@ -13,13 +13,11 @@ from analyzer.diff import (
     common_prefix_len,
     common_suffix_len,
     find_all,
-    inside_marker_mask,
     insertion,
-    marker_end,
-    marker_start,
     repeated_unit,
     visible,
 )
+from analyzer.markers import inside_marker_mask
 
 # --------------------------------------------------------------------------- prefix / suffix
 
@@ -73,97 +71,6 @@ def test_prefix_and_suffix_are_maximal(a: str, b: str) -> None:
     s = common_suffix_len(a, b)
     assert a[len(a) - s:] == b[len(b) - s:]
     assert s == min(len(a), len(b)) or a[len(a) - 1 - s] != b[len(b) - 1 - s]
-
-
-# --------------------------------------------------------------------------- marker-aware cuts
-
-TOOL_CALL = "<|tool_call>call"  # the marker is text[0:12]
-
-
-@pytest.mark.parametrize("pos", range(1, 12))
-def test_cut_inside_marker_moves_to_its_ends(pos: int) -> None:
-    assert marker_start(TOOL_CALL, pos) == 0
-    assert marker_end(TOOL_CALL, pos) == 12
-
-
-@pytest.mark.parametrize("pos", [0, 12, 13, 16])
-def test_cut_at_marker_edge_or_in_plain_text_stays(pos: int) -> None:
-    assert marker_start(TOOL_CALL, pos) == pos
-    assert marker_end(TOOL_CALL, pos) == pos
-
-
-def test_cuts_between_two_markers() -> None:
-    text = "ab<x><y>cd"
-    starts = [marker_start(text, p) for p in range(len(text) + 1)]
-    ends = [marker_end(text, p) for p in range(len(text) + 1)]
-    assert starts == [0, 1, 2, 2, 2, 5, 5, 5, 8, 9, 10]
-    assert ends == [0, 1, 2, 5, 5, 5, 8, 8, 8, 9, 10]
-
-
-def test_square_bracket_markers() -> None:
-    text = "x[TOOL_CALLS]y"
-    assert [marker_start(text, p) for p in range(2, 13)] == [1] * 11
-    assert [marker_end(text, p) for p in range(2, 13)] == [13] * 11
-    assert (marker_start(text, 1), marker_end(text, 1)) == (1, 1)
-    assert (marker_start(text, 13), marker_end(text, 13)) == (13, 13)
-
-
-def test_cut_in_plain_text_stays() -> None:
-    text = "hello world\nnext line"
-    for pos in range(len(text) + 1):
-        assert marker_start(text, pos) == pos
-        assert marker_end(text, pos) == pos
-
-
-def test_newline_stops_the_search() -> None:
-    # A marker does not span lines: "<a\nb>" is not one marker.
-    assert marker_start("<a\nbc", 4) == 4
-    assert marker_end("ab\nc>", 1) == 1
-
-
-def test_marker_search_is_bounded() -> None:
-    long_marker = "<" + "x" * 60 + ">"
-    assert marker_start(long_marker, 55) == 55  # the opener is more than 48 characters back
-    assert marker_end(long_marker, 5) == 5  # the closer is more than 48 characters ahead
-    assert marker_start(long_marker, 40) == 0
-    assert marker_end(long_marker, 20) == 62
-
-
-def test_marker_end_needs_an_opener_before_the_cut() -> None:
-    # "a>b": there is a '>' ahead but no '<' before the cut: not inside a marker.
-    assert marker_end("a>b", 1) == 1
-    assert marker_start("a>b", 2) == 2
-
-
-def test_marker_start_with_a_full_width_marker() -> None:
-    text = "<｜tool▁calls▁begin｜>"
-    assert marker_start(text, 5) == 0
-    assert marker_end(text, 5) == len(text)
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        # mask[i] == 1: a cut before text[i] splits a marker; one entry more than the text
-        ("<|tool_call>call", [0] + [1] * 11 + [0] * 5),
-        ("ab<x><y>cd", [0, 0, 0, 1, 1, 0, 1, 1, 0, 0, 0]),
-        ("[TOOL_CALLS]x", [0] + [1] * 11 + [0, 0]),
-        ("plain text", [0] * 11),
-        ("", [0]),
-        ("<>", [0, 0, 0]),  # nothing between the brackets: not a marker
-        ("<a\nb>", [0] * 6),  # markers do not span lines
-        ("<<a>>", [0, 0, 1, 1, 0, 0]),  # the innermost bracket pair
-        ("<" + "x" * 46 + ">", [0] + [1] * 47 + [0]),  # 46 characters inside: still a marker
-        ("<" + "x" * 47 + ">", [0] * 50),  # 47: too long for a marker
-        # the heuristic also takes a comparison or a short JSON array for a marker
-        ("a < b > c", [0, 0, 0, 1, 1, 1, 1, 0, 0, 0]),
-        ("x[1, 2]", [0, 0, 1, 1, 1, 1, 1, 0]),
-    ],
-)
-def test_inside_marker_mask(text: str, expected: list[int]) -> None:
-    mask = inside_marker_mask(text)
-    assert isinstance(mask, bytearray)
-    assert list(mask) == expected
 
 
 # --------------------------------------------------------------------------- insertion

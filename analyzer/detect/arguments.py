@@ -97,7 +97,7 @@ def _decodes_to(text: str, arguments: dict[str, Any]) -> bool:
         return False
 
 
-def _one_call(form: v.InputForm, arguments: dict[str, Any]) -> dict[str, Any]:
+def _one_call(form: v.Spelling, arguments: dict[str, Any]) -> dict[str, Any]:
     return v.assistant(form, calls=(v.Call(v.FN1, arguments, 0),))
 
 

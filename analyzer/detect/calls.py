@@ -75,8 +75,8 @@ def _continuation(full: str | Failed, output: str, last: int) -> str | None:
     return full[at + len(head[-200:]):]
 
 
-def _substitute_call(form: v.InputForm):
-    id1, id2 = form.ids()
+def _substitute_call(form: v.Spelling):
+    id1, id2 = v.ids(form)
 
     def substitute(text: str) -> str:
         text = text.replace(v.FN2, v.FN1).replace(v.STR2, v.STR1).replace(id2, id1)
@@ -148,7 +148,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         taken = [(s, e) for s, e, _ in pattern_spans]
         pattern_spans += [(i, i + len(v.FN1), Field("name")) for i in find_all(call_text, v.FN1)
                           if not _inside(i, taken)]
-        written_id = written_part(call_text, form.ids()[0])
+        written_id = written_part(call_text, v.ids(form)[0])
         if written_id:
             pattern_spans += [(i, i + len(written_id), Field("id")) for i in find_all(call_text, written_id)
                               if not _inside(i, taken)]
@@ -217,7 +217,7 @@ def _no_arguments(session: Session, turn: Turn, pattern: tuple[Part, ...], secti
     if end == -1:
         start, end, _ = calls_region(session, (call,), output, turn)
     text = output[start:end]
-    written_id = written_part(text, session.form.ids()[0])
+    written_id = written_part(text, v.ids(session.form)[0])
     spans: list[tuple[int, int, Part]] = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
     if written_id:
         spans += [(i, i + len(written_id), Field("id")) for i in find_all(text, written_id)]
@@ -284,7 +284,7 @@ def _contains_name(value: Any) -> bool:
     return value == v.FN1
 
 
-def _json_call(call_text: str, second: str | None, form: v.InputForm):
+def _json_call(call_text: str, second: str | None, form: v.Spelling):
     """The JSON object that is the whole call, if there is one: ((start, end), JsonCall)."""
     for start, end, value in json_values(call_text):
         if isinstance(value, dict) and _contains_name(value):
@@ -299,9 +299,9 @@ def _json_call(call_text: str, second: str | None, form: v.InputForm):
     return None
 
 
-def _layout(call: dict[str, Any], other: dict[str, Any] | None, form: v.InputForm) -> JsonCall | None:
+def _layout(call: dict[str, Any], other: dict[str, Any] | None, form: v.Spelling) -> JsonCall | None:
     arguments = v.CALL1.arguments
-    id1 = form.ids()[0]
+    id1 = v.ids(form)[0]
     if v.FN1 in call and len(call) == 1:
         inner = call[v.FN1]
         # The only key is the name itself: no key order to record.

@@ -19,7 +19,7 @@ from analyzer.render.session import Failed, Session
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    form: v.InputForm
+    form: v.Spelling
     call_output: str | Failed  # the model output for one call under ``form``
     object_arguments: Capability
     string_arguments: Capability
@@ -38,7 +38,7 @@ def _renders_call(output: str | Failed) -> bool:
     return isinstance(output, str) and v.FN1 in output
 
 
-def _call_output(session: Session, form: v.InputForm) -> str | Failed:
+def _call_output(session: Session, form: v.Spelling) -> str | Failed:
     return session.with_form(form).output(v.assistant(form, calls=(v.CALL1,)))
 
 
@@ -62,7 +62,7 @@ def probe(session: Session) -> Probe:
     else:
         system_role = Capability("dropped", "the system message is not written")
 
-    chosen: v.InputForm | None = None
+    chosen: v.Spelling | None = None
     chosen_output: str | Failed = Failed("no form tried", False)
     first_failure: Failed | None = None
     rendered_without_call = False

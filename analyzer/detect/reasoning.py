@@ -11,25 +11,25 @@ from __future__ import annotations
 import re
 
 from analyzer.description import Reasoning, Turn, Unknown
-from analyzer.diff import common_prefix_len, common_suffix_len, marker_end, marker_start
+from analyzer.diff import common_prefix_len, common_suffix_len
+from analyzer.markers import (
+    first_marker, glued_end, glued_start, is_marker, last_marker, marker_at, marker_end, marker_start,
+)
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
 
 # The keys clients and templates use for reasoning, each probed with its own text.
 REASONING_PROBES = {"reasoning_content": "Rqz thinking", "reasoning": "Rwj musing", "thinking": "Rkx pondering"}
-_MARKER = re.compile(r"<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\]")
 
 
 def _last_marker_start(text: str) -> int | None:
-    found = None
-    for m in _MARKER.finditer(text):
-        found = m.start()
-    return found
+    found = last_marker(text)
+    return found.start() if found else None
 
 
 def _first_marker_end(text: str) -> int | None:
-    m = _MARKER.search(text)
-    return m.end() if m else None
+    found = first_marker(text)
+    return found.end() if found else None
 
 
 def _glue_marker(text: str, at: int) -> int:
@@ -37,7 +37,7 @@ def _glue_marker(text: str, at: int) -> int:
     move it back to include the marker."""
     if 0 < at < len(text) and text[at - 1] in ">]" and (text[at].isalnum() or text[at] == "_"):
         start = _last_marker_start(text[:at])
-        if start is not None and _MARKER.fullmatch(text[start:at]):
+        if start is not None and is_marker(text[start:at]):
             return start
     return at
 
@@ -56,22 +56,6 @@ def _reasoning_key(session: Session, **message: object) -> str | None:
             if found is not None:
                 return found
     return None
-
-
-_GLUED_BEFORE = re.compile(r"(?:<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\])\w+\Z")
-_GLUED_AFTER = re.compile(r"\w+(?:<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\])")
-
-
-def _glue_back(text: str, start: int) -> int:
-    """A marker preceded by a word glued to another marker (``<|open|>think<|sep|>``) is one tag."""
-    m = _GLUED_BEFORE.search(text[max(0, start - 96):start])
-    return start - (len(text[max(0, start - 96):start]) - m.start()) if m else start
-
-
-def _glue_forward(text: str, end: int) -> int:
-    """A marker followed by a word glued to another marker (``<|close|>think<|sep|>``) is one tag."""
-    m = _GLUED_AFTER.match(text, end)
-    return m.end() if m else end
 
 
 def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
@@ -109,7 +93,7 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
     if isinstance(on, str) and isinstance(off, str) and on != off and off.startswith(on):
         close = off[len(on):]
         start = _last_marker_start(on)
-        if start is not None and _MARKER.search(close) and close.strip():
+        if start is not None and first_marker(close) and close.strip():
             prompt = turn.generation_prompt if isinstance(turn.generation_prompt, str) else ""
             return Reasoning(open=on[start:], close=close, field="", forced_open=prompt.rstrip().endswith(
                 on[start:].strip()) and not prompt.rstrip().endswith(close.strip()),
@@ -135,13 +119,13 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, sc
     head = marker_start(output, min(common_prefix_len(plain, output), at))
     head = _glue_marker(output, head)
     before = output[head:at]
-    if not _MARKER.search(before) or head == at:
+    if not first_marker(before) or head == at:
         start = _last_marker_start(output[:at])
         if start is not None:
-            head = _glue_back(output, start)
+            head = glued_start(output, start)
         before = output[head:at]
-    if _MARKER.match(output, head):
-        glued = _glue_back(output, head)
+    if marker_at(output, head):
+        glued = glued_start(output, head)
         prompt_text = turn.generation_prompt.strip() if isinstance(turn.generation_prompt, str) else ""
         # Not back over the assistant header itself (``<|start|>assistant`` + ``<|channel|>``).
         if not (prompt_text and output[glued:at].startswith(prompt_text)):
@@ -149,10 +133,10 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, sc
         before = output[head:at]
     tail = marker_end(output, max(len(output) - common_suffix_len(plain, output), after_at))
     after = output[after_at:tail]
-    if not _MARKER.search(after):
+    if not first_marker(after):
         end = _first_marker_end(output[after_at:])
         if end is not None:
-            end = _glue_forward(output, after_at + end) - after_at
+            end = glued_end(output, after_at + end) - after_at
             after = output[after_at:after_at + end]
             # Keep the whitespace a template writes after the close marker: the model writes it too.
             rest = output[after_at + end:]

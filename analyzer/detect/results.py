@@ -9,7 +9,7 @@ from analyzer.description import Field
 from analyzer.detect.arguments import build_pattern
 from analyzer.detect.calls import written_part
 from analyzer.diff import added_text, find_all, repeated_unit
-from analyzer.detect.turn import MARKER
+from analyzer.markers import first_marker
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
 
@@ -50,7 +50,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
     added = added_text(base, one, v.RESULT_TEXT)
     if added is None:
         return Unknown("the tool result text is not written")
-    id1 = form.ids()[0]
+    id1 = v.ids(form)[0]
     carries_id = bool(written_part(added, id1))
     carries_name = v.FN1 in added
 
@@ -72,7 +72,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
     separator: str | Unknown = Unknown("two results do not render")
     unit = None
     if isinstance(first, str) and isinstance(both, str):
-        id2 = form.ids()[1]
+        id2 = v.ids(form)[1]
         unit = repeated_unit(first, both, lambda t: t.replace(v.RESULT_TEXT2, v.RESULT_TEXT)
                              .replace(id2, id1).replace(v.FN2, v.FN1), v.RESULT_TEXT)
         separator = unit.separator if unit else Unknown("two results are not written as one result repeated")
@@ -129,6 +129,6 @@ def _rendered_as(session: Session, render: str, open_text: str, stops: tuple[str
     before_result = render[:render.rfind(v.RESULT_TEXT)]
     after_calls = before_result[before_result.rfind(v.STR1) + len(v.STR1):]
     # No turn end between the calls and the result, and no marker of a header before it.
-    if stops and not any(stop in after_calls for stop in stops) and not MARKER.search(open_text):
+    if stops and not any(stop in after_calls for stop in stops) and first_marker(open_text, symbols=True) is None:
         return "inside the assistant turn"
     return "own turn"

@@ -10,20 +10,11 @@ turn) have an empty end; the model then stops on the next header, which becomes 
 
 from __future__ import annotations
 
-import re
-
 from analyzer.description import Turn, Unknown
-from analyzer.diff import common_prefix_len, common_suffix_len, marker_end, marker_start
+from analyzer.diff import common_prefix_len, common_suffix_len
+from analyzer.markers import find_markers, marker_at, marker_end, marker_start
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
-
-# A marker: bracketed (<|im_end|>, [INST], <｜User｜>) or a chunk of symbols with at most a short word
-# inside ([e~[, ]~b]), which is how special tokens outside brackets look.
-MARKER = re.compile(r"<[^<>\n]{1,64}>|\[[^\[\]\n]{1,64}\]|[^\s\w<>]{1,3}\w{0,3}[^\s\w<>]{1,3}(?=\s|$|<)")
-
-
-def markers_in(text: str) -> list[re.Match[str]]:
-    return list(MARKER.finditer(text))
 
 
 def generation_prompt(session: Session) -> str | Unknown:
@@ -49,7 +40,7 @@ def after(text: str | Failed, needle: str) -> str | None:
 def _first_marker(text: str) -> str:
     """The first marker of ``text`` with the whitespace around it; "" when ``text`` opens with no marker."""
     stripped = text.lstrip()
-    m = MARKER.match(stripped)
+    m = marker_at(stripped, symbols=True)
     if not m:
         return ""
     end = len(text) - len(stripped) + m.end()
@@ -62,7 +53,7 @@ def shared_turn_end(final: str, continued: str, prompt: str | Unknown) -> str:
     shared = final[:marker_start(final, common_prefix_len(final, continued))]
     if isinstance(prompt, str) and prompt:
         # The next header starts the way the assistant header (the generation prompt) starts.
-        for m in markers_in(shared):
+        for m in find_markers(shared, symbols=True):
             if prompt.startswith(shared[m.start():]) and shared[m.start():].strip():
                 return shared[:m.start()]
     return shared
@@ -104,14 +95,14 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
         end = shared_turn_end(final_after[len(content_close):], following, prompt)
         if not end.strip():
             first = _first_marker(following)
-            header = markers_in(following)
+            header = find_markers(following, symbols=True)
             # The first marker after the content ends the turn unless it is the next turn's header.
             next_header = bool(header) and header[-1].group() == first.strip() or (
                 isinstance(prompt, str) and prompt.startswith(first.strip()))
             if first.strip() and not next_header:
                 end = first
         stop_text = end if end.strip() else following
-    found = markers_in(stop_text.strip()) if stop_text.strip() else []
+    found = find_markers(stop_text.strip(), symbols=True) if stop_text.strip() else []
     if isinstance(end, str) and end.strip() and found:
         stop = found[-1].group()
     else:

@@ -1,4 +1,4 @@
-"""Renders of one template under one input form, cached, with the model's part cut out.
+"""Renders of one template under one spelling, cached, with the model's part cut out.
 
 The model's output for an assistant message is what the template writes for it in history, past the
 point where the generation prompt ends. ``Session.output`` renders the history and cuts it against
@@ -7,28 +7,18 @@ the prompt, backing the cut off to the start of a marker so a shared ``<|`` neve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from analyzer.diff import common_prefix_len, common_suffix_len, marker_start
+from analyzer.diff import common_prefix_len, common_suffix_len
 from analyzer.errors import RenderError
+from analyzer.markers import marker_start
 from analyzer.render import variants as v
+from analyzer.render.conversation import Failed
 from analyzer.render.engines import CompiledTemplate
 
 
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """A render that raised; ``refused`` when the template's own raise_exception did it."""
-
-    message: str
-    refused: bool
-
-    def __bool__(self) -> bool:
-        return False
-
-
 class Session:
-    def __init__(self, compiled: CompiledTemplate, form: v.InputForm, *, extra: dict[str, Any] | None = None):
+    def __init__(self, compiled: CompiledTemplate, form: v.Spelling, *, extra: dict[str, Any] | None = None):
         self.compiled = compiled
         self.form = form
         self.extra = dict(extra or {})
@@ -37,7 +27,7 @@ class Session:
         # calls are read from renders where a user message follows them.
         self.follow_up = False
 
-    def with_form(self, form: v.InputForm) -> "Session":
+    def with_form(self, form: v.Spelling) -> "Session":
         other = Session(self.compiled, form, extra=self.extra)
         other._cache = self._cache  # keys hold everything a form changes in a render
         other.follow_up = self.follow_up

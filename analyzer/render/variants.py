@@ -6,15 +6,17 @@ no first or last character (``qzxfind`` / ``jwvlist``), so that a common prefix 
 renders never swallows part of one.
 
 Real templates expect different inputs for the same conversation (content ``""`` or ``None``,
-arguments as an object or a JSON string, ids of a given shape). ``InputForm`` names one choice of
-each; the probing stage tries the forms a client would send and keeps the first that renders.
+arguments as an object or a JSON string, ids of a given shape). A ``Spelling``
+(``analyzer.render.conversation``) names one choice of each; the probing stage tries the spellings a
+client would send and keeps the first that renders, and every conversation here is built with one.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
+
+from analyzer.render.conversation import Spelling
 
 # Function names, argument names and values. Two of each kind, sharing no first or last character.
 FN1, FN2 = "qzxfind", "jwvlist"
@@ -52,24 +54,6 @@ ID_FORMS: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class InputForm:
-    """How a conversation is spelled for the template."""
-
-    content_with_calls: str | None = ""  # content of an assistant message that carries tool calls
-    arguments_as_string: bool = False
-    id_form: str = "openai"
-    reasoning_key: str = "reasoning_content"
-    system_role: bool = False  # whether to open with a system message
-    tool_descriptions: bool = True
-
-    def ids(self) -> tuple[str, str]:
-        return ID_FORMS[self.id_form]
-
-    def with_(self, **changes: Any) -> "InputForm":
-        return replace(self, **changes)
-
-
 def tool(name: str, description: str, *, with_descriptions: bool = True) -> dict[str, Any]:
     def prop(kind: str, text: str) -> dict[str, Any]:
         return {"type": kind, "description": text} if with_descriptions else {"type": kind}
@@ -87,7 +71,7 @@ def tool(name: str, description: str, *, with_descriptions: bool = True) -> dict
     return {"type": "function", "function": function}
 
 
-def tools(form: InputForm) -> list[dict[str, Any]]:
+def tools(form: Spelling) -> list[dict[str, Any]]:
     return [tool(FN1, DESCRIPTION1, with_descriptions=form.tool_descriptions),
             tool(FN2, DESCRIPTION2, with_descriptions=form.tool_descriptions)]
 
@@ -99,9 +83,14 @@ class Call:
     index: int = 0  # which of the form's ids to use
 
 
-def call_message(call: Call, form: InputForm) -> dict[str, Any]:
-    arguments: Any = json.dumps(call.arguments, ensure_ascii=False) if form.arguments_as_string else call.arguments
-    return {"id": form.ids()[call.index], "type": "function", "function": {"name": call.name, "arguments": arguments}}
+def ids(form: Spelling) -> tuple[str, str]:
+    """The two sentinel ids of the spelling's id form."""
+    return ID_FORMS[form.id_form]
+
+
+def call_message(call: Call, form: Spelling) -> dict[str, Any]:
+    return {"id": ids(form)[call.index], "type": "function",
+            "function": {"name": call.name, "arguments": form.arguments(call.arguments)}}
 
 
 def user(text: str = USER_TEXT) -> dict[str, Any]:
@@ -112,7 +101,7 @@ def system(text: str = SYSTEM_TEXT) -> dict[str, Any]:
     return {"role": "system", "content": text}
 
 
-def assistant(form: InputForm, *, content: str | None = None, calls: tuple[Call, ...] = (),
+def assistant(form: Spelling, *, content: str | None = None, calls: tuple[Call, ...] = (),
               reasoning: str | None = None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant"}
     if calls:
@@ -125,11 +114,11 @@ def assistant(form: InputForm, *, content: str | None = None, calls: tuple[Call,
     return message
 
 
-def tool_result(call: Call, content: str, form: InputForm) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": form.ids()[call.index], "name": call.name, "content": content}
+def tool_result(call: Call, content: str, form: Spelling) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": ids(form)[call.index], "name": call.name, "content": content}
 
 
-def opening(form: InputForm) -> list[dict[str, Any]]:
+def opening(form: Spelling) -> list[dict[str, Any]]:
     """The messages every variant starts with."""
     return [system(), user()] if form.system_role else [user()]
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from analyzer import corpus
-from analyzer.analysis import analyze
-from analyzer.backends.audit import AuditReport, audit, excerpt, render_text
+from analyzer.analysis import analyze, inspect
+from analyzer.backends.audit import AuditReport, audit, render_text
+from analyzer.evidence import excerpt
 from analyzer.render import variants as v
 from analyzer.sources import load_template
 
@@ -21,7 +22,8 @@ def _audit(corpus_dir: Path, name: str, **kwargs: object) -> AuditReport:
     key = name + repr(sorted(kwargs.items()))
     if key not in _CACHE:
         template = load_template(str(corpus_dir / f"{name}.jinja"))
-        _CACHE[key] = audit(template, analyze(template), **kwargs)  # type: ignore[arg-type]
+        description = analyze(template)
+        _CACHE[key] = audit(description, inspect(template, description, **kwargs))  # type: ignore[arg-type]
     return _CACHE[key]
 
 
@@ -130,7 +132,8 @@ def test_audit_runs_on_the_whole_corpus(corpus_dir: Path) -> None:
     assert len(paths) == 70
     for path in paths:
         template = load_template(str(path))
-        report = audit(template, analyze(template))
+        description = analyze(template)
+        report = audit(description, inspect(template, description))
         assert report.findings, path.stem
         json.dumps(report.to_dict())
         render_text(report)
@@ -153,13 +156,15 @@ def test_tokens_are_counted_with_the_tokenizer_beside_the_template(corpus_dir: P
     (tmp_path / "chat_template.jinja").write_text(
         (corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8"), encoding="utf-8")
     template = load_template(str(tmp_path))
-    report = audit(template, analyze(template))
+    description = analyze(template)
+    report = audit(description, inspect(template, description))
     match = re.fullmatch(r"(-?\d+) fixed, (\d+) per tool \(tokenizer\.json\)", report.tool_section.tokens)
     assert match, report.tool_section.tokens
     assert int(match.group(2)) > 0
     # Without one, no count is made up.
     plain = load_template(str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"))
-    assert audit(plain, analyze(plain)).tool_section.tokens == "unknown (no tokenizer)"
+    plain_description = analyze(plain)
+    assert audit(plain_description, inspect(plain, plain_description)).tool_section.tokens == "unknown (no tokenizer)"
 
 
 @pytest.mark.parametrize("name, expected", [

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from analyzer.analysis import analyze
+from analyzer.analysis import analyze, inspect
 from analyzer.backends.audit import audit
 from analyzer.backends.html_report import render_html
 from analyzer.sources import load_template
@@ -37,8 +37,9 @@ def dump_dom(path, profile) -> str:
 def test_page_loads_and_highlights_the_markers(name, expected, corpus_dir, tmp_path):
     template = load_template(str(corpus_dir / f"{name}.jinja"))
     description = analyze(template)
+    evidence = inspect(template, description)
     page = tmp_path / f"{name}.html"
-    page.write_text(render_html(template, description, audit(template, description)), encoding="utf-8")
+    page.write_text(render_html(description, evidence), encoding="utf-8")
     dom = dump_dom(page, tmp_path / "profile")
     checked = re.search(r'data-checked="(\d+)/(\d+)"', dom)
     assert checked, "the page's script did not run"
@@ -50,4 +51,4 @@ def test_page_loads_and_highlights_the_markers(name, expected, corpus_dir, tmp_p
     for marker in expected:
         assert marker in unescaped, f"{marker!r} is not highlighted"
     assert dom.count('class="risk"') + dom.count('class="warning"') + dom.count('class="info"') == \
-        len(audit(template, description).findings)
+        len(audit(description, evidence).findings)

@@ -1,0 +1,193 @@
+"""Rendering a conversation through a template the way it was analysed: the one rendering API.
+
+Real templates expect different inputs for the same conversation (content ``""`` or ``None`` beside
+tool calls, arguments as an object or a JSON string, reasoning under a key of their own, ids of a
+given shape). A ``Spelling`` names one choice of each; the analysis probes for the one the template
+takes and records it in the description, and everything after the analysis spells conversations
+with ``Spelling.from_description``: the sentinel conversations of ``variants`` are built with it, and
+``Spelling.spell`` rewrites a client's conversation into it.
+
+``Renderer`` is the template as analysed: the engine the analysis used (jinja2 with list mutation
+where the analysis had to fall back to it), the variables the analysis had to bind, and the
+description's spelling. Everything after the analysis renders through it::
+
+    renderer = Renderer.for_template(template, description)
+    prompt = renderer.render(messages, tools=tools, generation_prompt=True, thinking=True)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from analyzer.description import FormatDescription, InputForm, Reasoning
+from analyzer.errors import ConversationError, RenderError
+from analyzer.render.engines import CompiledTemplate, RenderLimits, compile_mutable, compile_template
+from analyzer.template import Template
+
+# The key OpenAI-style clients send reasoning under.
+CLIENT_REASONING_KEY = "reasoning_content"
+
+# (a client's call id, how many ids were rewritten before it) -> the id to write instead, or None to
+# keep it. Which ids a template takes is the id forms' business, not the renderer's.
+RenameId = Callable[[str, int], "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A render that raised; ``refused`` when the template's own raise_exception did it."""
+
+    message: str
+    refused: bool
+
+    def __bool__(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Spelling:
+    """How a conversation is spelled for the template."""
+
+    content_with_calls: str | None = ""  # content of an assistant message that carries tool calls
+    arguments_as_string: bool = False
+    id_form: str = "openai"
+    reasoning_key: str = CLIENT_REASONING_KEY
+    system_role: bool = False  # whether the analysis's conversations open with a system message
+    tool_descriptions: bool = True
+
+    @classmethod
+    def from_description(cls, description: FormatDescription) -> "Spelling":
+        """The spelling the analysis found the template takes, reasoning under the template's own key.
+        Conversations open as the analysis's did (no system message)."""
+        form = description.input_form
+        reasoning = description.reasoning
+        key = reasoning.field if isinstance(reasoning, Reasoning) and reasoning.field else CLIENT_REASONING_KEY
+        return cls(content_with_calls=form.content_with_calls, arguments_as_string=form.arguments_as_string,
+                   id_form=form.id_form, reasoning_key=key, tool_descriptions=form.tool_descriptions)
+
+    def input_form(self) -> InputForm:
+        """What the description records of this spelling."""
+        return InputForm(self.content_with_calls, self.arguments_as_string, self.id_form, self.tool_descriptions)
+
+    def with_(self, **changes: Any) -> "Spelling":
+        return replace(self, **changes)
+
+    def arguments(self, value: Any) -> Any:
+        """Call arguments (a JSON value) as the template takes them: the value, or its JSON text."""
+        return json.dumps(value, ensure_ascii=False) if self.arguments_as_string else value
+
+    def spell(self, messages: list[dict[str, Any]], rename_id: RenameId | None = None) -> list[dict[str, Any]]:
+        """``messages`` (OpenAI style) spelled this way, as new messages: reasoning under the template's
+        key, the content of a turn with calls, arguments as object or JSON string, and, with
+        ``rename_id``, call ids rewritten with the results pointing at their call's new id.
+        Spelling a spelled conversation changes nothing."""
+        renamed: dict[str, str] = {}
+        spelled = []
+        for number, message in enumerate(messages, 1):
+            if not isinstance(message, dict):
+                raise ConversationError(f"message {number} is not an object")
+            message = dict(message)
+            if message.get("role") == "assistant":
+                if self.reasoning_key != CLIENT_REASONING_KEY and CLIENT_REASONING_KEY in message:
+                    message[self.reasoning_key] = message.pop(CLIENT_REASONING_KEY)
+                if message.get("tool_calls"):
+                    if not message.get("content"):
+                        message["content"] = self.content_with_calls
+                    message["tool_calls"] = [self._call(call, rename_id, renamed) for call in message["tool_calls"]]
+            elif message.get("role") == "tool" and message.get("tool_call_id") in renamed:
+                message["tool_call_id"] = renamed[message["tool_call_id"]]
+            spelled.append(message)
+        return spelled
+
+    def _call(self, call: Any, rename_id: RenameId | None, renamed: dict[str, str]) -> Any:
+        if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+            return call
+        function = dict(call["function"])
+        arguments = function.get("arguments")
+        if not (self.arguments_as_string and isinstance(arguments, str)):
+            function["arguments"] = self.arguments(arguments_value(function))
+        call = {**call, "function": function}
+        old = call.get("id")
+        if rename_id is not None and isinstance(old, str):
+            if old not in renamed:
+                new = rename_id(old, len(renamed))
+                if new is None:
+                    return call
+                renamed[old] = new
+            call["id"] = renamed[old]
+        return call
+
+
+def arguments_value(function: dict[str, Any]) -> Any:
+    """A call's arguments as a JSON value, whether the client sent a JSON string or the value itself."""
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        return arguments if arguments is not None else {}
+    try:
+        return json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        raise ConversationError(f"call to {function.get('name')!r}: arguments are not valid JSON") from None
+
+
+def compile_as_analysed(template: Template, description: FormatDescription, engine: str | None = None,
+                        limits: RenderLimits | None = None) -> CompiledTemplate:
+    """The template compiled for rendering beside its description: ``engine`` (by default the one the
+    analysis used), unless the analysis had to fall back to jinja2 with list mutation, which the
+    template then needs."""
+    if description.template.engine == "jinja2-mutable":
+        return compile_mutable(template, limits)
+    return compile_template(template, engine or description.template.engine, limits)
+
+
+def bound_context(description: FormatDescription) -> dict[str, Any]:
+    """The variables the analysis bound so the template renders at all (each to "")."""
+    return {name: "" for name in description.bound_variables}
+
+
+class Renderer:
+    """A template as analysed: renders OpenAI-style conversations spelled the way it takes them."""
+
+    def __init__(self, compiled: CompiledTemplate, description: FormatDescription, *,
+                 rename_id: RenameId | None = None) -> None:
+        self.compiled = compiled
+        self.spelling = Spelling.from_description(description)
+        self.context = bound_context(description)
+        self.rename_id = rename_id
+
+    @classmethod
+    def for_template(cls, template: Template, description: FormatDescription, *, engine: str | None = None,
+                     limits: RenderLimits | None = None, rename_id: RenameId | None = None) -> "Renderer":
+        """``template`` compiled as analysed (``engine`` defaults to the one the analysis used)."""
+        return cls(compile_as_analysed(template, description, engine, limits), description, rename_id=rename_id)
+
+    @property
+    def engine(self) -> str:
+        return self.compiled.engine
+
+    def spell(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self.spelling.spell(messages, self.rename_id)
+
+    def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+               generation_prompt: bool = False, thinking: bool | None = None,
+               extra: dict[str, Any] | None = None) -> str:
+        """The text the template renders for ``messages`` (spelled first); raises ``RenderError``.
+        ``thinking`` sets ``enable_thinking``; ``extra`` adds or overrides context variables."""
+        context = {**self.context, **(extra or {})}
+        if thinking is not None:
+            context["enable_thinking"] = thinking
+        return self.compiled.render(self.spell(messages), tools=tools, add_generation_prompt=generation_prompt,
+                                    extra=context)
+
+    def attempt(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                generation_prompt: bool = False, thinking: bool | None = None,
+                extra: dict[str, Any] | None = None) -> str | Failed:
+        """``render``, with a failed render returned as ``Failed`` (a finding, not an error)."""
+        try:
+            return self.render(messages, tools=tools, generation_prompt=generation_prompt, thinking=thinking,
+                               extra=extra)
+        except RenderError as exc:
+            return Failed(exc.message, exc.raised_by_template)
+
+
+__all__ = ["Failed", "RenameId", "Renderer", "Spelling", "arguments_value", "bound_context", "compile_as_analysed"]

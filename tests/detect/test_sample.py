@@ -1,0 +1,88 @@
+"""detect/sample.py: the sample conversation of the audit page, with markers labelled only where the
+description places them, and the answer and call outputs compared."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from analyzer.analysis import analyze, inspect
+from analyzer.backends.html_report import render_html
+from analyzer.detect.sample import TOOL_NAME, detect_sample, differences
+from analyzer.render.conversation import Renderer
+from analyzer.sources import load_template
+
+# A call written <fn=NAME>ARGS</fn>: its ">" also closes every tag of the tool list and every header.
+SHORT_MARKERS = """{%- if tools %}<tools>{% for t in tools %}<tool><name>{{ t.function.name }}</name></tool>{% endfor %}</tools>
+{% endif -%}
+{%- for m in messages %}<|{{ m.role }}|>
+{%- if m.role == 'assistant' and m.tool_calls %}{% for c in m.tool_calls %}<fn={{ c.function.name }}>{{ c.function.arguments | tojson }}</fn>{% endfor %}
+{%- elif m.role == 'tool' %}<result>{{ m.content }}</result>
+{%- else %}{{ m.content }}{% endif %}<|end|>
+{% endfor -%}
+{%- if add_generation_prompt %}<|assistant|>{% endif %}"""
+
+
+def _sample(template):
+    description = analyze(template)
+    return detect_sample(Renderer.for_template(template, description), description)
+
+
+def _labelled(sample, text: str) -> list[int]:
+    return [m.start for m in sample.marks if sample.conversation[m.start:m.end] == text]
+
+
+def test_a_short_marker_is_labelled_only_where_the_pattern_puts_it(tmp_template) -> None:
+    sample = _sample(load_template(str(tmp_template(SHORT_MARKERS))))
+    text = sample.conversation
+    assert text.count(">") > 10
+    closers = _labelled(sample, ">")
+    assert closers == [text.index(f"<fn={TOOL_NAME}>") + len(f"<fn={TOOL_NAME}")]
+    labels = {(text[m.start:m.end], m.label) for m in sample.marks}
+    assert labels == {("<fn=", "call marker"), (">", "call marker"), ("</fn>", "call marker"), ("<|end|>", "turn end"),
+                      ("<|tool|><result>", "result marker"), ("</result>", "result marker"),
+                      ("<|end|>", "result marker"), ("<|assistant|>", "generation prompt")}
+    # every mark is where the conversation holds its text, and none overlap
+    assert all(a.end <= b.start for a, b in zip(sample.marks, sample.marks[1:]))
+
+
+def test_the_outputs_differ_by_what_a_call_adds(tmp_template) -> None:
+    sample = _sample(load_template(str(tmp_template(SHORT_MARKERS))))
+    assert sample.answer.startswith("It is sunny in Paris.")
+    assert sample.call.startswith(f"<fn={TOOL_NAME}>")
+    assert [sample.call[s:e] for s, e in sample.call_changes][0].startswith(f"<fn={TOOL_NAME}>")
+
+
+def test_differences_compare_markers_whole() -> None:
+    left, right = differences("<|a|>hi there<|end|>", "<|b|>hi <x><|end|>")
+    assert left == ((0, 5), (8, 13))
+    assert right == ((0, 5), (8, 11))
+
+
+def test_a_conversation_that_does_not_render(tmp_template) -> None:
+    refusing = "{% if messages | length > 1 %}{{ raise_exception('one message only') }}{% endif %}" + SHORT_MARKERS
+    sample = _sample(load_template(str(tmp_template(refusing))))
+    assert sample.conversation.startswith("(this conversation does not render:") and "one message only" in \
+        sample.conversation
+    assert sample.marks == ()
+
+
+@pytest.mark.parametrize("name, short, before", [
+    ("Qwen3-Coder", ">", f"<function={TOOL_NAME}"),
+    ("moonshotai-Kimi-K2", ":", f"functions.{TOOL_NAME}"),
+])
+def test_corpus_short_markers_are_labelled_once(corpus_dir: Path, name: str, short: str, before: str) -> None:
+    """The labels used to go on every occurrence of a marker's text: 35 ">" labelled "call marker" on
+    Qwen3-Coder. Now only the one the call pattern places, right after the tool's name."""
+    template = load_template(str(corpus_dir / f"{name}.jinja"))
+    description = analyze(template)
+    evidence = inspect(template, description)
+    sample = evidence.sample
+    assert sample.conversation.count(short) > 3
+    assert [sample.conversation[:at].endswith(before) for at in _labelled(sample, short)] == [True]
+    page = render_html(description, evidence)
+    runs = re.findall(r'data-label="([^"]*)" data-text="([^"]*)"', page)
+    assert [label for label, text in runs if html.unescape(text) == short] == ["call marker"]

@@ -1,0 +1,118 @@
+"""The one rendering API (analyzer.render.conversation): a conversation spelled the way the analysis
+found the template takes it, rendered with the engine and variables the analysis used."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analyzer.analysis import analyze
+from analyzer.backends.export import spell_for_template
+from analyzer.errors import ConversationError, RenderError
+from analyzer.render.conversation import Failed, Renderer, Spelling
+from analyzer.sources import load_template
+
+CALLED = [
+    {"role": "user", "content": "weather?"},
+    {"role": "assistant", "content": "", "reasoning_content": "think", "tool_calls": [
+        {"id": "call_abc", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+    {"role": "tool", "tool_call_id": "call_abc", "content": "sunny"},
+]
+
+# A template that reads reasoning under "thinking", a variable of its own (which fails unbound, so the
+# analysis binds it) and enable_thinking.
+SMALL = """{%- for m in messages -%}
+{%- if m.role == 'assistant' and m.tool_calls -%}
+[{{ m.thinking }}]{% for c in m.tool_calls %}<call id={{ c.id }}>{{ c.function.arguments }}</call>{% endfor %}
+{%- else -%}<{{ m.role }}>{{ m.content }}{% if m.tool_call_id %} for {{ m.tool_call_id }}{% endif %}</{{ m.role }}>
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}<assistant>{% if enable_thinking %}<think>{% endif %}{{ house_style + '' }}{%- endif -%}"""
+
+
+def test_spelling_rewrites_each_field_and_leaves_the_callers_messages_alone() -> None:
+    spelling = Spelling(content_with_calls=None, arguments_as_string=False, reasoning_key="thinking")
+    spelled = spelling.spell(CALLED)
+    turn = spelled[1]
+    assert turn["thinking"] == "think" and "reasoning_content" not in turn
+    assert turn["content"] is None
+    assert turn["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+    assert CALLED[1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'
+    assert spelling.spell(spelled) == spelled  # spelling twice changes nothing
+    as_text = Spelling(arguments_as_string=True).spell(spelled)
+    assert json.loads(as_text[1]["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+
+
+def test_renamed_ids_keep_results_pointing_at_their_call() -> None:
+    seen = []
+
+    def rename(old: str, count: int) -> str | None:
+        seen.append((old, count))
+        return f"X{count}"
+
+    spelled = Spelling().spell(CALLED, rename)
+    assert spelled[1]["tool_calls"][0]["id"] == "X0" and spelled[2]["tool_call_id"] == "X0"
+    assert seen == [("call_abc", 0)]
+    kept = Spelling().spell(CALLED, lambda old, count: None)
+    assert kept[1]["tool_calls"][0]["id"] == kept[2]["tool_call_id"] == "call_abc"
+
+
+@pytest.mark.parametrize("messages, message", [
+    (["not an object"], "message 1 is not an object"),
+    ([{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}],
+     "call to 'f': arguments are not valid JSON"),
+])
+def test_a_malformed_conversation_is_one_clear_error(messages, message) -> None:
+    with pytest.raises(ConversationError, match=message):
+        Spelling().spell(messages)
+
+
+def test_renderer_renders_as_analysed(tmp_template) -> None:
+    template = load_template(str(tmp_template(SMALL)))
+    description = analyze(template)
+    renderer = Renderer.for_template(template, description)
+    assert renderer.engine == description.template.engine
+    assert renderer.context == {name: "" for name in description.bound_variables}
+    assert "house_style" in description.bound_variables
+    text = renderer.render(CALLED, generation_prompt=True, thinking=True)
+    assert text.endswith("<assistant><think>")
+    assert "<tool>sunny for call_abc</tool>" in text
+    assert renderer.render(CALLED, generation_prompt=True, thinking=False).endswith("<assistant>")
+    # a variable the caller sets wins over the analysis's binding
+    assert renderer.render(CALLED[:1], generation_prompt=True, extra={"house_style": "Zqz"}).endswith("Zqz")
+
+
+def test_attempt_returns_a_failed_render(tmp_template) -> None:
+    refusing = ("{%- if messages[0].role == 'system' %}{{ raise_exception('no system messages') }}{% endif -%}"
+                "{%- for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}")
+    template = load_template(str(tmp_template(refusing)))
+    renderer = Renderer.for_template(template, analyze(template))
+    assert renderer.attempt([{"role": "user", "content": "x"}]) == "<user>x"
+    failed = renderer.attempt([{"role": "system", "content": "x"}])
+    assert isinstance(failed, Failed) and failed.refused and "no system messages" in failed.message
+    with pytest.raises(RenderError):
+        renderer.render([{"role": "system", "content": "x"}])
+
+
+def test_renderer_matches_the_export_spelling_on_the_corpus(corpus_paths: list[Path]) -> None:
+    """Without an id rule, the renderer spells a conversation as export's spell_for_template does
+    wherever the template takes OpenAI-style ids."""
+    compared = 0
+    for path in corpus_paths:
+        template = load_template(str(path))
+        description = analyze(template)
+        if description.input_form.id_form != "openai":
+            continue
+        renderer = Renderer.for_template(template, description)
+        assert renderer.spell(CALLED) == spell_for_template(CALLED, description), path.stem
+        compared += 1
+    assert compared > 50
+
+
+def test_the_mutable_fallback_is_kept(corpus_dir: Path) -> None:
+    template = load_template(str(corpus_dir / "Kimi-K2-Instruct.jinja"))
+    description = analyze(template)
+    assert description.template.engine == "jinja2-mutable"
+    assert Renderer.for_template(template, description, engine="minijinja").engine == "jinja2-mutable"
