@@ -1,0 +1,1 @@
+"""The parser's runtime: standard library only; generated parser modules copy it as is."""
