@@ -12,8 +12,9 @@ from analyzer.backends.parser import Message, Parser, StreamParser
 from analyzer.backends.parser.codegen import generate_parser_module
 from analyzer.description import FormatDescription, dumps, loads
 from analyzer.errors import AnalyzerError, InputError, RenderError, SourceError
-from analyzer.lower import OutputShape, lower
+from analyzer.lower import lower
 from analyzer.render.engines import compile_template
+from analyzer.runtime.shape import OutputShape
 from analyzer.sources import load_template
 from analyzer.template import Template
 

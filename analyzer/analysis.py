@@ -27,10 +27,10 @@ from analyzer.detect.sample import detect_sample
 from analyzer.detect.tools import detect_tool_definitions
 from analyzer.detect.turn import detect_turn
 from analyzer.evidence import Evidence
-from analyzer.render import conversation, variants as v
+from analyzer.render import variants as v
 from analyzer.render.conversation import Renderer
 from analyzer.render.engines import (
-    DEFAULT_ENGINE, CompiledTemplate, RenderLimits, compile_mutable, compile_template,
+    DEFAULT_ENGINE, RenderLimits, compile_mutable, compile_template,
 )
 from analyzer.render.session import Failed, Session
 from analyzer.template import Template
@@ -161,13 +161,3 @@ def inspect(template: Template, description: FormatDescription, *, tools: list[d
         sample=detect_sample(renderer, description),
     )
 
-
-def compile_as_analysed(template: Template, description: FormatDescription,
-                        engine: str = DEFAULT_ENGINE) -> CompiledTemplate:
-    """Kept for export and the prompted path until they render through ``Renderer``."""
-    return conversation.compile_as_analysed(template, description, engine)
-
-
-def bound_context(description: FormatDescription) -> dict[str, Any]:
-    """Kept for export and the prompted path until they render through ``Renderer``."""
-    return conversation.bound_context(description)

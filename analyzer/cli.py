@@ -1,61 +1,130 @@
 """The ``template-analyzer`` command: thin click commands over the library.
 
-Each command converts its arguments, makes one library call and prints the result. Every
-``AnalyzerError`` becomes one ``Error: ...`` line on stderr with the error's exit code (2 for bad
-input, 1 for a failure while working); a user's mistake never shows a traceback.
+Each command converts its arguments (the ``ParamType``s and shared options below), makes one library
+call and prints the result. Every ``AnalyzerError`` and every usage error becomes one ``Error: ...``
+line on stderr with its exit code (2 for bad input, 1 for a failure while working); a user's mistake
+never shows a traceback.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
 from analyzer import corpus as corpus_lib
 from analyzer.analysis import analyze as analyze_template, inspect as inspect_template
 from analyzer.backends.audit import audit as audit_template, render_text as render_audit
-from analyzer.backends.html_report import render_html
-from analyzer.backends.export import DEFAULT_N_PREDICT, MessagesError, ReplyCut, completion_request, send, stream_chunks
 from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
 from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
+from analyzer.backends.html_report import render_html
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
 from analyzer.backends.prompted import STYLES, prompted as prompted_setup
-from analyzer.description import dumps, to_dict
+from analyzer.description import FormatDescription, dumps, to_dict
+from analyzer.errors import AnalyzerError, ConversationError, InputError, ReplyCut
+from analyzer.llama_server import DEFAULT_N_PREDICT, TOOL_FORMATS, ChatRequest, prepare, send, stream_chunks
 from analyzer.lower import lower
-from analyzer.errors import AnalyzerError, InputError, RenderError
+from analyzer.render.conversation import check_conversation
 from analyzer.render.engines import DEFAULT_ENGINE, ENGINES, compile_template
+from analyzer.runtime import command as parse_command
 from analyzer.sources import load_template
 from analyzer.summary import summarize
 from analyzer.template import Template
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 
+
+# --------------------------------------------------------------------------- converting arguments
+
+
+@dataclass(frozen=True)
+class JsonList:
+    """A JSON list read from a file (or stdin), and where it came from, for error messages."""
+
+    path: str
+    items: list[Any]
+
+
+class JsonListFile(click.ParamType):
+    """A file (``-``: stdin) holding a JSON list of objects, or an object holding it under ``key``."""
+
+    name = "file"
+
+    def __init__(self, what: str, key: str) -> None:
+        self.what, self.key = what, key
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> JsonList:
+        if isinstance(value, JsonList):
+            return value
+        try:
+            text = sys.stdin.read() if value == "-" else Path(value).read_text(encoding="utf-8")
+        except OSError as exc:
+            self.fail(f"{value}: cannot read {self.what}: {exc.strerror or exc}", param, ctx)
+        except UnicodeDecodeError as exc:
+            self.fail(f"{value}: {self.what} is not UTF-8 text (byte {exc.start})", param, ctx)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.fail(f"{value}: {self.what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                      param, ctx)
+        if isinstance(data, dict) and self.key in data:
+            data = data[self.key]
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            self.fail(f"{value}: {self.what} must be a JSON list of objects", param, ctx)
+        return JsonList(value, data)
+
+
+TOOLS = JsonListFile("tools", "tools")
+MESSAGES = JsonListFile("messages", "messages")
+
 engine_option = click.option(
     "--engine", type=click.Choice(sorted(ENGINES)), default=DEFAULT_ENGINE, show_default=True,
     help="Jinja engine: minijinja (default: agrees with transformers' jinja2 on 65 of 70 corpus templates "
          "and is far faster) or jinja2 (set up as Hugging Face transformers renders).")
 variant_option = click.option("--variant", default=None, help="Named template to use when a source holds several.")
+thinking_option = click.option(
+    "--thinking/--no-thinking", default=None,
+    help="The enable_thinking value the prompt is rendered with (default: the template's own).")
+no_parallel_option = click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
 
 
-def _load(spec: str, variant: str | None) -> Template:
-    return load_template(spec, variant=variant)
+def tools_option(help: str, *, required: bool = False) -> Callable:  # noqa: A002 - click's name
+    return click.option("--tools", type=TOOLS, default=None, required=required, help=help)
 
 
-def _read_json_file(path: str, what: str) -> Any:
+def messages_option(help: str, *, required: bool = True) -> Callable:  # noqa: A002 - click's name
+    return click.option("--messages", type=MESSAGES, default=None, required=required, help=help)
+
+
+def tool_choice_option(help: str) -> Callable:  # noqa: A002 - click's name
+    return click.option("--tool-choice", default="auto", show_default=True, help=help)
+
+
+def _items(found: JsonList | None) -> list[Any]:
+    return found.items if found is not None else []
+
+
+def _analysed(spec: str, variant: str | None, engine: str) -> tuple[Template, FormatDescription]:
+    template = load_template(spec, variant=variant)
+    return template, analyze_template(template, engine=engine)
+
+
+def _write(path: str, text: str, what: str) -> None:
+    if path == "-":
+        click.echo(text, nl=False)
+        return
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: {what} is not UTF-8 text (byte {exc.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: {what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise InputError(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
+
+
+# --------------------------------------------------------------------------- commands
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,7 +144,7 @@ def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str
     failed = 0
     for i, spec in enumerate(templates):
         try:
-            description = analyze_template(_load(spec, variant), engine=engine)
+            _, description = _analysed(spec, variant, engine)
         except AnalyzerError as exc:
             if len(templates) == 1:
                 raise
@@ -97,23 +166,19 @@ def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str
 
 @cli.command()
 @click.argument("template")
-@click.option("--tools", "tools_file", default=None, help="JSON file with the tools list (default: two sample tools).")
+@tools_option("JSON file with the tools list (default: two sample tools).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option("--html", "html_file", default=None, help="Also write a self-contained HTML page to this file.")
 @engine_option
 @variant_option
-def audit(template: str, tools_file: str | None, as_json: bool, html_file: str | None, engine: str,
+def audit(template: str, tools: JsonList | None, as_json: bool, html_file: str | None, engine: str,
           variant: str | None) -> None:
     """Audit TEMPLATE: where tools go and their cost, refusals, date use, engine agreement, result linking."""
-    loaded = _load(template, variant)
-    description = analyze_template(loaded, engine=engine)
-    evidence = inspect_template(loaded, description, tools=_read_tools(tools_file) or None, engine=engine)
+    loaded, description = _analysed(template, variant, engine)
+    evidence = inspect_template(loaded, description, tools=_items(tools) or None, engine=engine)
     report = audit_template(description, evidence)
     if html_file:
-        try:
-            Path(html_file).write_text(render_html(description, evidence), encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{html_file}: cannot write the HTML report: {exc.strerror or exc}") from None
+        _write(html_file, render_html(description, evidence), "the HTML report")
     if as_json:
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, sort_keys=True))
     else:
@@ -129,8 +194,7 @@ def compare(templates: tuple[str, ...], engine: str, variant: str | None) -> Non
     rows = []
     with click.progressbar(templates, label="auditing", file=sys.stderr, show_pos=True) as bar:
         for spec in bar:
-            loaded = _load(spec, variant)
-            description = analyze_template(loaded, engine=engine)
+            loaded, description = _analysed(spec, variant, engine)
             report = audit_template(description, inspect_template(loaded, description, engine=engine))
             rows.append(compare_row(description, report))
     click.echo(render_table(rows, style=click.style))
@@ -142,160 +206,116 @@ def compare(templates: tuple[str, ...], engine: str, variant: str | None) -> Non
 @engine_option
 def diff_command(old: str, new: str, engine: str) -> None:
     """What changed in behaviour between two versions of a template (markers, requirements, capabilities)."""
-    changes = diff_descriptions(analyze_template(_load(old, None), engine=engine),
-                                analyze_template(_load(new, None), engine=engine))
+    changes = diff_descriptions(_analysed(old, None, engine)[1], _analysed(new, None, engine)[1])
     click.echo(render_changes(changes))
 
 
 @cli.command()
 @click.argument("template")
-@click.option("--messages", "messages_file", required=True, help="JSON file with the messages list (or - for stdin).")
-@click.option("--tools", "tools_file", default=None, help="JSON file with the tools list.")
+@messages_option("JSON file with the messages list (or - for stdin).")
+@tools_option("JSON file with the tools list.")
 @click.option("--generation-prompt", is_flag=True, help="Append the assistant generation prompt.")
 @engine_option
 @variant_option
-def render(template: str, messages_file: str, tools_file: str | None, generation_prompt: bool, engine: str,
+def render(template: str, messages: JsonList, tools: JsonList | None, generation_prompt: bool, engine: str,
            variant: str | None) -> None:
     """Print the prompt TEMPLATE renders for a conversation."""
-    messages = _read_json_file(messages_file, "messages")
-    if isinstance(messages, dict) and "messages" in messages:
-        messages = messages["messages"]
-    if not isinstance(messages, list):
-        raise InputError(f"{messages_file}: messages must be a JSON list of message objects")
-    tools = _read_json_file(tools_file, "tools") if tools_file else None
-    if isinstance(tools, dict) and "tools" in tools:
-        tools = tools["tools"]
-    if tools is not None and not isinstance(tools, list):
-        raise InputError(f"{tools_file}: tools must be a JSON list of tool objects")
-    compiled = compile_template(_load(template, variant), engine)
-    text = compiled.render(messages, tools=tools, add_generation_prompt=generation_prompt)
+    try:
+        conversation = check_conversation(messages.items, empty=True)
+    except ConversationError as exc:
+        raise ConversationError(f"{messages.path}: {exc.message}") from None
+    compiled = compile_template(load_template(template, variant=variant), engine)
+    text = compiled.render(conversation, tools=tools.items if tools else None, add_generation_prompt=generation_prompt)
     click.echo(text, nl=False)
-
-
-def _read_tools(tools_file: str | None) -> list[dict[str, Any]]:
-    if not tools_file:
-        return []
-    tools = _read_json_file(tools_file, "tools")
-    if isinstance(tools, dict) and "tools" in tools:
-        tools = tools["tools"]
-    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-        raise InputError(f"{tools_file}: tools must be a JSON list of tool objects")
-    return tools
 
 
 @cli.command()
 @click.argument("template")
-@click.option("--tools", "tools_file", default=None, help="JSON file with the tools list (to validate calls).")
-@click.option("--stream", is_flag=True, help="Feed stdin as it arrives; print one delta per line, then the message.")
+@tools_option("JSON file with the tools list (to validate calls).")
+@click.option("--stream", is_flag=True, help="Print one delta per line as input arrives, then the message.")
 @click.option("--jsonl", is_flag=True, help="Each input line is a JSON string holding one output; one message per line.")
+@thinking_option
 @engine_option
 @variant_option
-def parse(template: str, tools_file: str | None, stream: bool, jsonl: bool, engine: str, variant: str | None) -> None:
+def parse(template: str, tools: JsonList | None, stream: bool, jsonl: bool, thinking: bool | None, engine: str,
+          variant: str | None) -> None:
     """Parse model output (stdin) into an OpenAI-style assistant message."""
-    tools = _read_tools(tools_file)
-    parser = Parser(analyze_template(_load(template, variant), engine=engine), tools)
-    if jsonl:
-        for number, line in enumerate(sys.stdin, 1):
-            if not line.strip():
-                continue
-            try:
-                text = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"stdin line {number}: not a JSON string: {exc.msg}") from None
-            if not isinstance(text, str):
-                raise InputError(f"stdin line {number}: expected a JSON string holding one model output")
-            click.echo(json.dumps(parser.parse(text).to_dict(), ensure_ascii=False))
-        return
+    if stream and jsonl:
+        raise InputError("--stream and --jsonl cannot be used together")
+    if template == "-":
+        raise InputError("parse reads the model's output from stdin: give the template as a file, not -")
+    parser = Parser(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking)
+    source = click.get_binary_stream("stdin")
     if stream:
-        session = parser.stream()
-        while True:
-            chunk = sys.stdin.read(64)
-            if not chunk:
-                break
-            for delta in session.feed(chunk):
-                click.echo(json.dumps(delta.to_dict(), ensure_ascii=False))
-        for delta in session.finish():
-            click.echo(json.dumps(delta.to_dict(), ensure_ascii=False))
-        click.echo(json.dumps({"message": session.message.to_dict()}, ensure_ascii=False))
-        return
-    click.echo(json.dumps(parser.parse(sys.stdin.read()).to_dict(), ensure_ascii=False, indent=2))
+        parse_command.parse_stream(parser, source, lambda line: click.echo(line))
+    elif jsonl:
+        problem = parse_command.parse_lines(parser, source, lambda line: click.echo(line))
+        if problem:
+            raise InputError(problem)
+    else:
+        click.echo(json.dumps(parse_command.parse_bytes(parser, source.read()), ensure_ascii=False, indent=2))
 
 
 @cli.command("parser")
 @click.argument("template")
 @click.option("-o", "--output", required=True, help="File to write the module to (- for stdout).")
-@click.option("--tools", "tools_file", default=None,
-              help="JSON file with the tools list: the module's default tools (to validate calls).")
-@click.option("--thinking/--no-thinking", default=None,
-              help="The enable_thinking value prompts are rendered with (default: the template's own).")
+@tools_option("JSON file with the tools list: the module's default tools (to validate calls).")
+@thinking_option
 @engine_option
 @variant_option
-def parser_module(template: str, output: str, tools_file: str | None, thinking: bool | None, engine: str,
+def parser_module(template: str, output: str, tools: JsonList | None, thinking: bool | None, engine: str,
                   variant: str | None) -> None:
     """Write a standalone Python parser module for TEMPLATE (standard library only)."""
-    tools = _read_tools(tools_file)
-    source = generate_parser_module(analyze_template(_load(template, variant), engine=engine), tools,
-                                    thinking=thinking)
-    if output == "-":
-        click.echo(source, nl=False)
-        return
-    try:
-        Path(output).write_text(source, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write the parser module: {exc.strerror or exc}") from None
+    source = generate_parser_module(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking)
+    _write(output, source, "the parser module")
 
 
 @cli.command()
 @click.argument("template")
-@click.option("--tools", "tools_file", required=True, help="JSON file with the tools list.")
-@click.option("--tool-choice", default="auto", show_default=True,
-              help="auto (lazy grammar with triggers), required (eager), none (no grammar), or a tool's name.")
-@click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
+@tools_option("JSON file with the tools list.", required=True)
+@tool_choice_option("auto (lazy grammar with triggers), required (eager), none (no grammar), or a tool's name.")
+@no_parallel_option
 @click.option("--format", "output_format", type=click.Choice(["gbnf", "llama-server"]), default="gbnf",
               show_default=True, help="GBNF text, or the JSON fields of a llama-server /completion request.")
-@click.option("--thinking/--no-thinking", default=None,
-              help="The enable_thinking value prompts are rendered with (default: the template's own).")
+@thinking_option
 @engine_option
 @variant_option
-def grammar(template: str, tools_file: str, tool_choice: str, no_parallel: bool, output_format: str,
+def grammar(template: str, tools: JsonList, tool_choice: str, no_parallel: bool, output_format: str,
             thinking: bool | None, engine: str, variant: str | None) -> None:
     """A grammar that makes a server write only valid calls in TEMPLATE's format."""
-    tools = _read_tools(tools_file)
-    if not tools:
-        raise InputError(f"{tools_file}: no tools declared")
-    shape = lower(analyze_template(_load(template, variant), engine=engine), thinking=thinking)
-    result = to_grammar(shape, tools, tool_choice=tool_choice, parallel=not no_parallel)
+    if not tools.items:
+        raise InputError(f"{tools.path}: no tools declared")
+    shape = lower(_analysed(template, variant, engine)[1])
+    result = to_grammar(shape, tools.items, tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking)
     if output_format == "gbnf":
         if result is None:
             click.echo("tool_choice none: no grammar", err=True)
             return
         click.echo(result.text, nl=not result.text.endswith("\n"))
         return
-    fields = llama_server_fields(result, preserved_tokens(shape), shape.stops)
-    click.echo(json.dumps(fields, ensure_ascii=False, indent=2))
+    click.echo(json.dumps(llama_server_fields(result, preserved_tokens(shape), shape.stops), ensure_ascii=False,
+                          indent=2))
 
 
 @cli.command()
 @click.argument("template")
-@click.option("--messages", "messages_file", required=True, help="JSON file with the conversation (OpenAI messages).")
-@click.option("--tools", "tools_file", default=None, help="JSON file with the tools list.")
-@click.option("--tool-choice", default="auto", show_default=True,
-              help="auto (lazy grammar with triggers), required (eager), none (no grammar), or a tool's name.")
-@click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
+@messages_option("JSON file with the conversation (OpenAI messages).")
+@tools_option("JSON file with the tools list.")
+@tool_choice_option("auto (lazy grammar with triggers), required (eager), none (no grammar), or a tool's name.")
+@no_parallel_option
 @click.option("--n-predict", type=click.IntRange(min=1), default=DEFAULT_N_PREDICT, show_default=True,
               help="Most tokens the server may write.")
-@click.option("--thinking/--no-thinking", default=None,
-              help="The enable_thinking value the prompt is rendered with (default: the template's own).")
+@thinking_option
 @click.option("--send", "url", default=None,
               help="Post the request to this llama-server (e.g. http://127.0.0.1:8080) and print the "
                    "OpenAI chat.completion our parser makes of the reply.")
 @click.option("--stream", is_flag=True, help="With --send: stream, printing one chat.completion.chunk per line.")
-@click.option("--tool-format", type=click.Choice(["auto", "native", *STYLES]), default="auto", show_default=True,
+@click.option("--tool-format", type=click.Choice(TOOL_FORMATS), default="auto", show_default=True,
               help="native: the template's own call format; json/fenced: the prompted format (see `prompted`); "
                    "auto: native when the template writes calls, else prompted json.")
 @engine_option
 @variant_option
-def export(template: str, messages_file: str, tools_file: str | None, tool_choice: str, no_parallel: bool,
+def export(template: str, messages: JsonList, tools: JsonList | None, tool_choice: str, no_parallel: bool,
            n_predict: int, thinking: bool | None, url: str | None, stream: bool, tool_format: str, engine: str,
            variant: str | None) -> None:
     """A llama-server /completion request for a conversation: prompt, grammar, triggers, stops.
@@ -304,72 +324,54 @@ def export(template: str, messages_file: str, tools_file: str | None, tool_choic
     cut at --n-predict (the completion is still printed)."""
     if stream and url is None:
         raise InputError("--stream needs --send URL")
-    messages = _read_json_file(messages_file, "messages")
-    tools = _read_tools(tools_file)
-    loaded = _load(template, variant)
-    description = analyze_template(loaded, engine=engine)
-    if tool_format == "auto":
-        tool_format = "native" if description.format != "none" or not tools else "json"
-        if tool_format == "json":
-            click.echo(f"{loaded.name}: the template writes no tool calls: using the prompted json format", err=True)
-    parser: Any
+    loaded, description = _analysed(template, variant, engine)
+    request = ChatRequest(messages.items, _items(tools), tool_choice=tool_choice, parallel=not no_parallel,
+                          n_predict=n_predict, thinking=thinking, tool_format=tool_format)
     try:
-        if tool_format == "native":
-            body = completion_request(loaded, description, messages, tools, tool_choice=tool_choice,
-                                      parallel=not no_parallel, n_predict=n_predict, thinking=thinking, engine=engine)
-            parser = Parser(description, tools, thinking=thinking)
-        else:
-            if not tools:
-                raise InputError(f"the prompted {tool_format} format needs --tools")
-            setup = prompted_setup(loaded, description, messages, tools, style=tool_format, tool_choice=tool_choice,
-                                   parallel=not no_parallel, thinking=thinking, engine=engine)
-            body, parser = setup.completion_request(n_predict), setup.parser
-    except MessagesError as exc:
-        raise MessagesError(f"{messages_file}: {exc.message}") from None
+        completion = prepare(loaded, description, request, engine=engine)
+    except ConversationError as exc:
+        raise ConversationError(f"{messages.path}: {exc.message}") from None
+    for note in completion.notes:
+        click.echo(note, err=True)
     if url is None:
-        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(completion.body, ensure_ascii=False, indent=2))
         return
     if stream:
         finish = None
-        for chunk in stream_chunks(url, body, parser):
+        for chunk in stream_chunks(url, completion):
             click.echo(json.dumps(chunk, ensure_ascii=False))
             finish = chunk["choices"][0]["finish_reason"] or finish
     else:
-        completion = send(url, body, parser)
-        click.echo(json.dumps(completion, ensure_ascii=False, indent=2))
-        finish = completion["choices"][0]["finish_reason"]
+        reply = send(url, completion)
+        click.echo(json.dumps(reply, ensure_ascii=False, indent=2))
+        finish = reply["choices"][0]["finish_reason"]
     if finish == "length":
         raise ReplyCut(f"{url}: the reply was cut at n_predict={n_predict}")
 
 
 @cli.command("prompted")
 @click.argument("template")
-@click.option("--tools", "tools_file", required=True, help="JSON file with the tools list.")
-@click.option("--tool-choice", default="auto", show_default=True,
-              help="auto (a call or an answer), required (a call), none (an answer), or a tool's name.")
+@tools_option("JSON file with the tools list.", required=True)
+@tool_choice_option("auto (a call or an answer), required (a call), none (an answer), or a tool's name.")
 @click.option("--style", type=click.Choice(STYLES), default="json", show_default=True,
               help="json: every reply is one JSON object; fenced: prose, with calls in ```tool_call blocks.")
 @click.option("--no-parallel", is_flag=True, help="Fenced style: allow one call per reply.")
-@click.option("--messages", "messages_file", default=None,
-              help="JSON file with a conversation: also print its prompt, rendered by the template.")
-@click.option("--thinking/--no-thinking", default=None,
-              help="The enable_thinking value the prompt is rendered with (default: the template's own).")
+@messages_option("JSON file with a conversation: also print its prompt, rendered by the template.", required=False)
+@thinking_option
 @engine_option
 @variant_option
-def prompted(template: str, tools_file: str, tool_choice: str, style: str, no_parallel: bool,
-             messages_file: str | None, thinking: bool | None, engine: str, variant: str | None) -> None:
+def prompted(template: str, tools: JsonList, tool_choice: str, style: str, no_parallel: bool,
+             messages: JsonList | None, thinking: bool | None, engine: str, variant: str | None) -> None:
     """Tool calling through the prompt, for templates with no tool format of their own: the system
     prompt text, the reply format, a grammar and a JSON schema that enforce it, as one JSON object."""
-    tools = _read_tools(tools_file)
-    if not tools:
-        raise InputError(f"{tools_file}: no tools declared")
-    messages = _read_json_file(messages_file, "messages") if messages_file else None
-    loaded = _load(template, variant)
+    if not tools.items:
+        raise InputError(f"{tools.path}: no tools declared")
+    loaded, description = _analysed(template, variant, engine)
     try:
-        setup = prompted_setup(loaded, analyze_template(loaded, engine=engine), messages, tools, style=style,
+        setup = prompted_setup(loaded, description, messages.items if messages else None, tools.items, style=style,
                                tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking, engine=engine)
-    except MessagesError as exc:
-        raise MessagesError(f"{messages_file}: {exc.message}") from None
+    except ConversationError as exc:
+        raise ConversationError(f"{messages.path if messages else 'messages'}: {exc.message}") from None
     click.echo(json.dumps(setup.to_dict(with_prompt=messages is not None), ensure_ascii=False, indent=2))
 
 
@@ -420,6 +422,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(1)
+    except click.UsageError as exc:
+        # One line, as for every other bad input; --help shows the usage.
+        click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -434,4 +440,4 @@ def _one_line(text: str) -> str:
     return " ".join(text.split("\n")[0:1]).strip() or text.strip()
 
 
-__all__ = ["cli", "main", "RenderError"]
+__all__ = ["cli", "main"]

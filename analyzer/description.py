@@ -15,12 +15,11 @@ slots in the order the template writes them, e.g. ``<tool_call>`` ``{call JSON}`
 from __future__ import annotations
 
 import json
-import types
-import typing
-from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, ClassVar, Union
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union
 
 from analyzer.errors import DescriptionError
+from analyzer.runtime.nodes import NodeError, node_from_dict, node_to_dict
 
 SCHEMA_VERSION = 1
 
@@ -59,6 +58,7 @@ class Field:
 
 
 Part = Union[Text, Field]
+JsonType = Literal["string", "integer", "number", "boolean", "null", "object", "array"]
 Pattern = tuple[Part, ...]
 
 
@@ -79,7 +79,7 @@ class JsonArguments:
     """Arguments written as one value: a JSON object, a JSON string holding one, or a Python dict."""
 
     kind: ClassVar[str] = "json_arguments"
-    encoding: str  # "object" | "string" | "python"
+    encoding: Literal["object", "string", "python"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +88,9 @@ class ArgumentForm:
     syntax of the value text ("raw": as is up to the next literal; "json"; "python")."""
 
     kind: ClassVar[str] = "argument_form"
-    json_type: str
+    json_type: JsonType
     pattern: Pattern
-    syntax: str
+    syntax: Literal["raw", "json", "python", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +100,8 @@ class KeyValueArguments:
     kind: ClassVar[str] = "key_value_arguments"
     separator: str | Unknown
     forms: tuple[ArgumentForm, ...]
-    string_escaping: str | Unknown  # "none" (written raw), "json", "python"
-    order: str | Unknown = "as given"  # "as given" | "sorted" (the template sorts arguments by name)
+    string_escaping: Literal["none", "json", "python"] | Unknown  # "none": strings are written raw
+    order: Literal["as given", "sorted"] | Unknown = "as given"  # "sorted": the template sorts arguments by name
     # Text put around a string only when it holds special characters (("<![CDATA[", "]]>")), else ("", "").
     special_string_wrapper: tuple[str, str] = ("", "")
 
@@ -120,7 +120,7 @@ class JsonCall:
     name_path: tuple[str, ...]  # () when the name is the object's only key
     name_is_key: bool
     arguments_path: tuple[str, ...]
-    arguments_encoding: str  # "object" | "string"
+    arguments_encoding: Literal["object", "string"]
     id_path: tuple[str, ...] | None
     index_path: tuple[str, ...] | None
     index_base: int
@@ -133,7 +133,7 @@ class CallIds:
     """Where a call id is written and what the template accepts."""
 
     kind: ClassVar[str] = "call_ids"
-    written: str  # "as given" | "generated" (the template makes its own, e.g. from the index) | "not written"
+    written: Literal["as given", "generated", "not written"]  # generated: the template makes its own
     accepted: tuple[str, ...]  # id forms the template rendered: "openai" (call_...), "alnum9"
     refused: tuple[tuple[str, str], ...]  # (form, the template's message)
 
@@ -154,7 +154,7 @@ class Calls:
     json_call: JsonCall | None
     arguments: Arguments
     ids: CallIds | Unknown
-    content_before_calls: str | Unknown  # "kept" | "dropped" | "calls dropped" (content wins)
+    content_before_calls: Literal["kept", "dropped", "calls dropped"] | Unknown  # calls dropped: content wins
     no_arguments: Pattern | Unknown  # one call with no arguments, as written (it may differ from ``call``)
     json_array: bool  # the section is a JSON array of calls: "[" ... "]" joined by ","
 
@@ -188,8 +188,8 @@ class Reasoning:
     field: str  # the message key the template reads reasoning from ("" when history never writes it)
     forced_open: bool  # the generation prompt itself opens the reasoning block
     empty_block: str  # what history writes for a turn without reasoning ("" when nothing)
-    toggle: str | Unknown  # "enable_thinking" when that variable changes the prompt
-    scope: str  # which final turns keep reasoning: "all turns" | "turns with tool calls" | "not written in history"
+    toggle: Literal["enable_thinking"] | Unknown  # the variable that changes the prompt
+    scope: Literal["all turns", "turns with tool calls", "not written in history"]  # which final turns keep it
     opened_when_thinking: bool  # with enable_thinking=true, the generation prompt opens the block
 
 
@@ -206,9 +206,9 @@ class Results:
     group_close: Pattern  # written once after them
     carries_id: bool
     carries_name: bool
-    json_content: str  # "as is" | "quoted" (escaped into a string) | "unknown"
-    linked_by: str  # "id" | "name" | "order"
-    rendered_as: str  # "user turn" | "own turn" | "inside the assistant turn"
+    json_content: Literal["as is", "quoted", "unknown"]  # quoted: escaped into a string
+    linked_by: Literal["id", "name", "order"]
+    rendered_as: Literal["user turn", "own turn", "inside the assistant turn"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +217,7 @@ class Capability:
     without it), or "unknown"; ``message`` is the template's own error text when it refuses."""
 
     kind: ClassVar[str] = "capability"
-    status: str
+    status: Literal["yes", "no", "refused", "dropped", "error", "differs", "unknown"]
     message: str = ""
 
 
@@ -262,7 +262,7 @@ class FormatDescription:
     kind: ClassVar[str] = "format_description"
     schema_version: int
     template: TemplateRef
-    format: str  # short class name; "none" when the template renders no tool calls
+    format: Literal["json", "tag-json", "tag-kv", "python", "none", "unknown"]  # none: no tool calls
     turn: Turn
     reasoning: Reasoning | Unknown
     calls: Calls | Unknown
@@ -285,71 +285,16 @@ _NODES: dict[str, type] = {
 
 def to_dict(node: Any) -> Any:
     """Plain JSON values: nodes become objects with their ``kind``, tuples become lists."""
-    if is_dataclass(node):
-        out = {"kind": type(node).kind}
-        for f in fields(node):
-            out[f.name] = to_dict(getattr(node, f.name))
-        return out
-    if isinstance(node, tuple):
-        return [to_dict(item) for item in node]
-    return node
+    return node_to_dict(node)
 
 
 def from_dict(data: Any) -> Any:
-    if isinstance(data, dict):
-        kind = data.get("kind")
-        cls = _NODES.get(kind) if isinstance(kind, str) else None
-        if cls is None:
-            raise DescriptionError(f"unknown node kind {kind!r} in format description")
-        names = {f.name for f in fields(cls)}
-        extra = set(data) - names - {"kind"}
-        if extra:
-            raise DescriptionError(f"unexpected field(s) {sorted(extra)} in {kind!r} node")
-        try:
-            node = cls(**{k: from_dict(v) for k, v in data.items() if k != "kind"})
-        except TypeError as exc:
-            raise DescriptionError(f"malformed {kind!r} node: {exc}") from None
-        hints = _hints(cls)
-        for f in fields(cls):
-            value = getattr(node, f.name)
-            if not _conforms(value, hints[f.name]):
-                raise DescriptionError(f"field {f.name!r} of {kind!r} node has the wrong type: {value!r:.60}")
-        return node
-    if isinstance(data, list):
-        return tuple(from_dict(item) for item in data)
-    return data
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
-
-
-def _conforms(value: Any, hint: Any) -> bool:
-    """Whether a value read from JSON has the type a node field declares."""
-    origin = typing.get_origin(hint)
-    if origin is Union or isinstance(hint, types.UnionType):
-        return any(_conforms(value, option) for option in typing.get_args(hint))
-    if origin is tuple:
-        args = typing.get_args(hint)
-        if not isinstance(value, tuple):
-            return False
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(_conforms(item, args[0]) for item in value)
-        return len(args) == len(value) and all(_conforms(v, a) for v, a in zip(value, args))
-    if hint is type(None):
-        return value is None
-    if hint is int:
-        return type(value) is int
-    if hint is bool:
-        return type(value) is bool
-    if hint is Any:
-        return True
-    return isinstance(value, hint)
+    """The nodes ``to_dict`` wrote; a field whose value is not of its declared type (an enumeration's
+    value included) is an error naming it."""
+    try:
+        return node_from_dict(data, _NODES)
+    except NodeError as exc:
+        raise DescriptionError(str(exc)) from None
 
 
 def dumps(description: FormatDescription) -> str:

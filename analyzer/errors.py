@@ -58,4 +58,35 @@ class CorpusError(AnalyzerError):
 
 class ConversationError(InputError):
     """A conversation given to render is malformed (a message that is not an object, arguments that are
-    not JSON)."""
+    not JSON, a tool result that answers no call)."""
+
+
+class UnsupportedFormat(AnalyzerError):
+    """The description has calls the output shape or a backend cannot express."""
+
+
+class CodegenError(AnalyzerError):
+    """The parser's runtime cannot be copied into a standalone module (an import outside the standard
+    library, a name defined twice across its modules)."""
+
+
+class NoPlaceForTools(AnalyzerError):
+    """The template writes the prompted format's tool text in neither a system turn nor a user turn."""
+
+
+class ServerUnreachable(AnalyzerError):
+    """No llama-server answered at the URL (refused connection, unknown host, timeout)."""
+
+    exit_code = 3
+
+
+class ServerRefused(AnalyzerError):
+    """The server answered with an HTTP error; the message carries llama-server's own text."""
+
+    exit_code = 4
+
+
+class ReplyCut(AnalyzerError):
+    """The reply stopped at n_predict: the completion is printed, and the exit code says it is cut."""
+
+    exit_code = 5

@@ -1,178 +1,37 @@
-"""Lower a format description to the output shape both backends consume.
+"""Lower a format description to the output shape that the parser and the grammar consume.
 
 The description says what the template writes, with the exact whitespace of its renders. The
-output shape says what a model's output may look like: markers with their surrounding whitespace
-made flexible, the trigger where calls start, the stop strings, and one typed part per call field.
-The parser (``backends/parser``) matches these parts and the grammar (``backends/gbnf.py``) prints
-them, one method per part kind in each, so the two accept the same calls.
+output shape (``analyzer.runtime.shape``) says what a model's output may look like: markers split
+at whitespace, which may differ from the template's (a newline for a space, none at all), argument
+forms as parts, the trigger where calls start, what may follow a call, the stops, the id form.
+This module is the only place that turns the description's text into markers: the backends read
+the shape and derive nothing from the description.
 
-Everything here is data: frozen dataclasses, no behaviour beyond small helpers.
+The ``*_shape`` builders compute the shape's derived fields (a call's opener, what ends and follows
+it, the trigger's wake word, what follows a reasoning block), so that a shape made by hand, in a
+test or for the prompted format, is as complete as a lowered one.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Union
 
 from analyzer.description import (
-    ArgumentForm, Calls, Field, FormatDescription, JsonArguments, JsonCall, KeyValueArguments, Reasoning,
-    Text, Unknown,
+    ArgumentForm as DescribedArgumentForm, Calls, Field, FormatDescription, JsonArguments, JsonCall,
+    KeyValueArguments, Pattern, Reasoning, Text, Unknown,
 )
-from analyzer.errors import AnalyzerError
-
-
-class UnsupportedFormat(AnalyzerError):
-    """The description has calls the shape cannot express."""
-
-
-# --------------------------------------------------------------------------- call parts
-
-
-@dataclass(frozen=True, slots=True)
-class Marker:
-    """Literal text. ``lead``/``trail`` say whether whitespace may stand before/after it (the template
-    wrote some there); ``text`` itself has no leading or trailing whitespace."""
-
-    text: str
-    lead: str = ""
-    trail: str = ""
-
-    @property
-    def written(self) -> str:
-        return self.lead + self.text + self.trail
-
-
-@dataclass(frozen=True, slots=True)
-class Name:
-    """The function name: one of the declared tools."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallId:
-    """A call id, as the template accepts it: "alnum9" (exactly 9 alphanumerics) or "token" (no spaces)."""
-
-    form: str
-
-
-@dataclass(frozen=True, slots=True)
-class Index:
-    """A number that counts calls, from ``base``."""
-
-    base: int
-
-
-@dataclass(frozen=True, slots=True)
-class JsonArgs:
-    """Arguments as one JSON value: "object", "string" (a JSON string holding the object), "python" (dict)."""
-
-    encoding: str
-
-
-@dataclass(frozen=True, slots=True)
-class KeyValueArgs:
-    """Arguments one by one, each by the form for its JSON type, joined by ``separator``."""
-
-    forms: tuple[ArgumentForm, ...]
-    separator: str
-    string_escaping: str  # "none" | "json" | "python"
-    sorted_names: bool = False  # the template writes arguments sorted by name
-    string_wrapper: tuple[str, str] = ("", "")  # around strings with special characters (CDATA)
-    string_quotes: tuple[str, str] = ("", "")  # the template's own string quotes, for values in its notation
-
-
-@dataclass(frozen=True, slots=True)
-class JsonCallObject:
-    """The whole call as one JSON object."""
-
-    layout: JsonCall
-
-
-Part = Union[Marker, Name, CallId, Index, JsonArgs, KeyValueArgs, JsonCallObject]
-
-
-# --------------------------------------------------------------------------- the shape
-
-
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    """Where a lazy grammar starts: a literal ``word``, or a ``pattern`` (regex) when calls open with no
-    marker of their own (bare JSON). ``at_start``: the call can only start the output."""
-
-    word: str = ""
-    pattern: str = ""
-    at_start: bool = False
-
-
-Literal = tuple[Marker, ...]  # literal text as markers; empty when the template wrote only whitespace
-
-
-@dataclass(frozen=True, slots=True)
-class CallsShape:
-    section_open: Literal
-    section_close: Literal
-    separator: Literal | None  # None: parallel calls are not written; () when only whitespace
-    call: tuple[Part, ...]
-    no_arguments: tuple[Part, ...] | None  # a call without arguments when it differs from ``call``
-    trigger: Trigger
-
-
-@dataclass(frozen=True, slots=True)
-class ReasoningShape:
-    open: Literal
-    close: Literal
-    forced_open: bool
-    # thinking was turned off through the template's toggle: the parser still reads a block the model
-    # writes anyway, but a grammar gives it no room for one
-    switched_off: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class OutputShape:
-    """What a model writes after the generation prompt."""
-
-    template: str
-    generation_prompt: str
-    prefix: Literal  # what every turn starts with that the prompt did not write (an empty reasoning block)
-    reasoning: ReasoningShape | None
-    content_open: Literal
-    content_close: Literal
-    calls: CallsShape | None
-    stops: tuple[str, ...]  # turn-end strings: text after them is not the model's answer
-    id_form: str  # form of ids to generate: "openai" | "alnum9"
-
-    def markers(self) -> tuple[str, ...]:
-        """Every marker text, for preserved tokens and streaming hold-back."""
-        found: list[str] = []
-
-        def add(parts: tuple) -> None:
-            for part in parts:
-                if isinstance(part, Marker) and part.text and part.text not in found:
-                    found.append(part.text)
-
-        if self.reasoning:
-            add(self.reasoning.open)
-            add(self.reasoning.close)
-        add(self.content_open)
-        add(self.content_close)
-        if self.calls:
-            add(self.calls.section_open)
-            add(self.calls.section_close)
-            add(self.calls.separator or ())
-            add(self.calls.call)
-        add(tuple(Marker(stop) for stop in self.stops))
-        return tuple(found)
-
-
-# --------------------------------------------------------------------------- lowering
-
+from analyzer.errors import UnsupportedFormat
+from analyzer.markers import special_word
+from analyzer.runtime.shape import (
+    ID_FORMS, ArgKey, ArgumentForm, ArgValue, CallId, CallsShape, IdForm, Index, JsonArgs, JsonCallObject,
+    JsonLayout, KeyValueArgs, Marker, Markers, Name, OutputShape, Part, ReasoningShape, Trigger,
+)
 
 _WHITESPACE = re.compile(r"\s+")
 
 
-def split_markers(text: str) -> list[Marker]:
-    """Literal text as markers split at whitespace: a model may write other whitespace than the
-    template did (a newline for a space, none at all), so whitespace is kept only as ``lead``/``trail``."""
+def split_markers(text: str) -> Markers:
+    """Literal text as markers split at whitespace, the whitespace kept as ``lead``/``trail``."""
     found: list[Marker] = []
     pieces = _WHITESPACE.split(text)
     spaces = _WHITESPACE.findall(text)
@@ -186,59 +45,90 @@ def split_markers(text: str) -> list[Marker]:
         trail = spaces[i] if i < len(spaces) else ""
         found.append(Marker(piece, lead, trail))
         lead = trail
-    return found
+    return tuple(found)
 
 
-def needs_space(before: str, after: str) -> bool:
-    """Whitespace between two literals is required only where it separates two words."""
-    return bool(before) and bool(after) and (before[-1].isalnum() or before[-1] == "_") and (
-        after[0].isalnum() or after[0] == "_")
+def _text_parts(text: str, parts: list) -> None:
+    """Append the markers of ``text``; text of whitespace alone joins the marker before it, or stands
+    as a marker with no text of its own (whitespace between two fields, which both backends allow)."""
+    found = split_markers(text)
+    if found:
+        parts.extend(found)
+    elif text and parts and isinstance(parts[-1], Marker):
+        last = parts[-1]
+        parts[-1] = Marker(last.text, last.lead, last.trail + text)
+    elif text:
+        parts.append(Marker("", text, ""))
 
 
-def lower_pattern(pattern: tuple, calls: Calls, id_form: str) -> tuple[Part, ...]:
+# --------------------------------------------------------------------------- calls
+
+
+def lower_pattern(pattern: Pattern, calls: Calls, id_form: IdForm) -> tuple[Part, ...]:
     parts: list[Part] = []
     for item in pattern:
         if isinstance(item, Text):
-            found = split_markers(item.text)
-            if found:
-                parts.extend(found)
-            elif item.text and parts and isinstance(parts[-1], Marker):
-                last = parts[-1]
-                parts[-1] = Marker(last.text, last.lead, last.trail + item.text)
-            elif item.text:
-                # Whitespace between two fields (a name, then arguments on the next line): a marker with
-                # no text, so both backends allow whitespace there.
-                parts.append(Marker("", item.text, ""))
+            _text_parts(item.text, parts)
         elif isinstance(item, Field):
             parts.append(_lower_field(item, calls, id_form))
     return tuple(parts)
 
 
-def _lower_field(item: Field, calls: Calls, id_form: str) -> Part:
+def _lower_field(item: Field, calls: Calls, id_form: IdForm) -> Part:
     if item.name == "name":
         return Name()
     if item.name == "id":
-        return CallId("alnum9" if id_form == "alnum9" else "token")
+        return CallId(id_form)
     if item.name == "index":
         return Index(item.base)
     if item.name == "call":
         if calls.json_call is None:
             raise UnsupportedFormat("a call field without a JSON call layout")
-        return JsonCallObject(calls.json_call)
+        return JsonCallObject(json_layout(calls.json_call))
     if item.name == "arguments":
         arguments = calls.arguments
         if isinstance(arguments, JsonArguments):
-            return JsonArgs(arguments.encoding)
+            return JsonArgs(arguments.encoding)  # type: ignore[arg-type]
         if isinstance(arguments, KeyValueArguments):
-            escaping = arguments.string_escaping if isinstance(arguments.string_escaping, str) else "none"
-            separator = arguments.separator if isinstance(arguments.separator, str) else ""
-            return KeyValueArgs(arguments.forms, separator, escaping, arguments.order == "sorted",
-                                arguments.special_string_wrapper, _string_quotes(arguments.forms))
+            return key_value_args(arguments.forms, arguments.separator if isinstance(arguments.separator, str) else "",
+                                  arguments.string_escaping if isinstance(arguments.string_escaping, str) else "none",
+                                  sorted_names=arguments.order == "sorted",
+                                  string_wrapper=arguments.special_string_wrapper)
         raise UnsupportedFormat(f"arguments are not understood: {getattr(arguments, 'reason', arguments)}")
     raise UnsupportedFormat(f"unknown call field {item.name!r}")
 
 
-def _string_quotes(forms: tuple[ArgumentForm, ...]) -> tuple[str, str]:
+def json_layout(call: JsonCall) -> JsonLayout:
+    return JsonLayout(call.name_path, call.name_is_key, call.arguments_path, call.arguments_encoding,  # type: ignore[arg-type]
+                      call.id_path, call.index_path, call.index_base, call.constants, call.key_order)
+
+
+def key_value_args(forms: tuple[DescribedArgumentForm, ...], separator: str, escaping: str, *,
+                   sorted_names: bool = False, string_wrapper: tuple[str, str] = ("", "")) -> KeyValueArgs:
+    lowered = tuple(argument_form(form) for form in forms)
+    return KeyValueArgs(lowered, _separator(separator), escaping, sorted_names, string_wrapper,  # type: ignore[arg-type]
+                        _string_quotes(forms))
+
+
+def argument_form(form: DescribedArgumentForm) -> ArgumentForm:
+    parts: list = []
+    for item in form.pattern:
+        if isinstance(item, Text):
+            found = split_markers(item.text)
+            parts.extend(found if found else (Marker("", item.text, ""),) if item.text else ())
+        elif item.name == "key":
+            parts.append(ArgKey())
+        elif item.name == "value":
+            parts.append(ArgValue())
+    return ArgumentForm(form.json_type, tuple(parts), form.syntax)  # type: ignore[arg-type]
+
+
+def _separator(text: str) -> Markers:
+    """Between two arguments: its markers; whitespace alone is one marker with no text."""
+    return split_markers(text) or ((Marker("", text, ""),) if text else ())
+
+
+def _string_quotes(forms: tuple[DescribedArgumentForm, ...]) -> tuple[str, str]:
     """What a string argument has around its value that a number has not: the template's own quotes
     (``<|"|>``), used again inside nested values written in its notation."""
     by_type = {form.json_type: form.pattern for form in forms}
@@ -262,69 +152,119 @@ def _string_quotes(forms: tuple[ArgumentForm, ...]) -> tuple[str, str]:
     return ("", "")
 
 
-def _trigger(section_open: Literal, call: tuple[Part, ...], at_start: bool) -> Trigger:
+# --------------------------------------------------------------------------- builders of derived fields
+
+
+def leading_markers(parts: tuple[Part, ...]) -> Markers:
+    found = []
+    for part in parts:
+        if not isinstance(part, Marker):
+            break
+        found.append(part)
+    return tuple(found)
+
+
+def trigger_for(section_open: Markers, call: tuple[Part, ...]) -> Trigger:
+    """Where calls start: the section opener, else the call's first marker; a regex for a bare JSON
+    call (it opens with its first key, the same for every call); a tool's name at the start."""
+    at_start = not section_open and bool(call) and isinstance(call[0], Name)
     if section_open:
-        return Trigger(word=section_open[0].text, at_start=at_start)
+        return _word_trigger(section_open[0].text, at_start)
     first = call[0] if call else None
     if isinstance(first, Marker):
-        return Trigger(word=first.text, at_start=at_start)
+        return _word_trigger(first.text, at_start)
     if isinstance(first, JsonCallObject):
-        # A bare JSON call: it opens with its first key, which is the same for every call.
-        key = first.layout.key_order[0] if first.layout.key_order else ""
-        if first.layout.name_is_key:
+        layout = first.layout
+        if layout.name_is_key or not layout.key_order:
             return Trigger(pattern=r'\{\s*"', at_start=at_start)
-        return Trigger(pattern=r'\{\s*"' + _regex_escape(key) + '"', at_start=at_start)
+        return Trigger(pattern=r'\{\s*"' + re.escape(layout.key_order[0]) + '"', at_start=at_start)
     if isinstance(first, Name):
-        return Trigger(pattern="", at_start=True)
+        return Trigger(tool_name=True, at_start=True)
     return Trigger(at_start=True)
 
 
-def _regex_escape(text: str) -> str:
-    return re.escape(text)
+def _word_trigger(word: str, at_start: bool) -> Trigger:
+    """A lazy grammar wakes on the special word the marker starts with when only punctuation follows
+    it (``[TOOL_CALLS]`` of ``[TOOL_CALLS][``): a model writes that word as one special token, which a
+    server (and a logit bias) can see, while the whole marker is several tokens. A marker that goes on
+    with words (``<|start|>assistant...``) is kept whole: its first word alone also starts other things."""
+    special = special_word(word)
+    rest = word[len(special):]
+    wake = special if special and not any(ch.isalnum() or ch == "_" for ch in rest) else word
+    return Trigger(word=word, wake_word=wake, at_start=at_start)
 
 
-def lower(description: FormatDescription, *, thinking: bool | None = None) -> OutputShape:
-    """The output shape of a description. ``thinking`` is the ``enable_thinking`` value the prompt was
-    rendered with (None: the template's default), which decides whether the prompt opened reasoning."""
+def calls_shape(section_open: Markers, section_close: Markers, separator: Markers | None, call: tuple[Part, ...],
+                no_arguments: tuple[Part, ...] | None = None, *, trigger: Trigger | None = None,
+                stops: tuple[str, ...] = ()) -> CallsShape:
+    opener = leading_markers(call)
+    last = call[-1] if call else None
+    ends_with = last.text if isinstance(last, Marker) else ""
+    followers = [literal[0].text for literal in (separator or (), section_close) if literal]
+    if opener:
+        followers.append(opener[0].text)
+    followers += stops
+    return CallsShape(section_open, section_close, separator, call, no_arguments,
+                      trigger or trigger_for(section_open, call), opener, ends_with, tuple(followers))
+
+
+def reasoning_shape(open_markers: Markers, close: Markers, forced_open: bool, *, toggle: bool = False,
+                    opened_when_thinking: bool = False, prefix: Markers = ()) -> ReasoningShape:
+    """``prefix``: what every turn starts with; where it starts with the close marker (an empty block),
+    the rest of it is what follows a reasoning block."""
+    written, closing = "".join(m.text for m in prefix), "".join(m.text for m in close)
+    after = split_markers(written[len(closing):]) if closing and written.startswith(closing) else ()
+    return ReasoningShape(open_markers, close, forced_open, toggle, opened_when_thinking, after)
+
+
+def output_shape(template: str, *, generation_prompt: str = "", prefix: Markers = (),
+                 reasoning: ReasoningShape | None = None, content_open: Markers = (), content_close: Markers = (),
+                 calls: CallsShape | None = None, stops: tuple[str, ...] = (),
+                 id_form: IdForm = ID_FORMS["openai"], answer_key: str = "") -> OutputShape:
+    return OutputShape(template, generation_prompt, prefix, reasoning, content_open, content_close, calls, stops,
+                       _server_stops(calls, stops), id_form, answer_key)
+
+
+def _server_stops(calls: CallsShape | None, stops: tuple[str, ...]) -> tuple[str, ...]:
+    """The turn's stop strings, less any a call starts with: a server stopping there would cut every
+    call off (a template that writes a call as a new message opened by its turn separator)."""
+    openers = [m.text for m in calls.section_open[:1]] if calls is not None else []
+    if calls is not None and calls.opener and calls.opener[0].text:
+        openers.append(calls.opener[0].text)
+    return tuple(stop for stop in stops if not any(opener.startswith(stop) for opener in openers))
+
+
+# --------------------------------------------------------------------------- the description
+
+
+def lower(description: FormatDescription) -> OutputShape:
+    """The output shape of a description, for every request: whether the prompt opened reasoning
+    depends on the request's ``enable_thinking``, which the shape records and the backends apply."""
     turn = description.turn
+    prefix = split_markers(turn.history_prefix)
     reasoning = None
     if isinstance(description.reasoning, Reasoning):
         r = description.reasoning
-        open_m, close_m = split_markers(r.open), split_markers(r.close)
-        forced = r.forced_open if thinking is None or isinstance(r.toggle, Unknown) else (
-            r.opened_when_thinking if thinking else False)
-        if open_m and close_m:
-            switched_off = thinking is False and not isinstance(r.toggle, Unknown)
-            reasoning = ReasoningShape(tuple(open_m), tuple(close_m), forced, switched_off)
-    calls_shape = None
-    id_form = "openai"
+        open_markers, close = split_markers(r.open), split_markers(r.close)
+        if open_markers and close:
+            reasoning = reasoning_shape(open_markers, close, r.forced_open, toggle=not isinstance(r.toggle, Unknown),
+                                        opened_when_thinking=r.opened_when_thinking, prefix=prefix)
+    calls = None
+    id_form = ID_FORMS["openai"]
     if isinstance(description.calls, Calls):
         c = description.calls
         if not isinstance(c.ids, Unknown) and c.ids.accepted and "openai" not in c.ids.accepted:
-            id_form = c.ids.accepted[0]
+            id_form = ID_FORMS[c.ids.accepted[0]]
         call = lower_pattern(c.call, c, id_form)
         no_arguments = None
         if isinstance(c.no_arguments, tuple):
             lowered = lower_pattern(c.no_arguments, c, id_form)
             no_arguments = lowered if lowered != call else None
-        section_open = tuple(split_markers(c.section_open))
-        at_start = not section_open and bool(call) and isinstance(call[0], Name)
-        calls_shape = CallsShape(
-            section_open=section_open,
-            section_close=tuple(split_markers(c.section_close)),
-            separator=tuple(split_markers(c.separator)) if isinstance(c.separator, str) else None,
-            call=call,
-            no_arguments=no_arguments,
-            trigger=_trigger(section_open, call, at_start),
-        )
-    return OutputShape(
-        template=description.template.name,
-        generation_prompt=turn.generation_prompt if isinstance(turn.generation_prompt, str) else "",
-        prefix=tuple(split_markers(turn.history_prefix)),
-        reasoning=reasoning,
-        content_open=tuple(split_markers(turn.content_open)),
-        content_close=tuple(split_markers(turn.content_close)),
-        calls=calls_shape,
-        stops=turn.stop,
-        id_form=id_form,
-    )
+        calls = calls_shape(split_markers(c.section_open), split_markers(c.section_close),
+                            split_markers(c.separator) if isinstance(c.separator, str) else None, call, no_arguments,
+                            stops=turn.stop)
+    return output_shape(description.template.name,
+                        generation_prompt=turn.generation_prompt if isinstance(turn.generation_prompt, str) else "",
+                        prefix=prefix, reasoning=reasoning, content_open=split_markers(turn.content_open),
+                        content_close=split_markers(turn.content_close), calls=calls, stops=turn.stop,
+                        id_form=id_form)

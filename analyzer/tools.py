@@ -21,6 +21,12 @@ class Tool:
         found = self.parameters.get("properties")
         return found if isinstance(found, dict) else {}
 
+    @property
+    def arguments_schema(self) -> dict[str, Any]:
+        """A call's arguments are a JSON object, also where the tool's schema leaves the type out."""
+        kind = self.parameters.get("type", "object")
+        return {**self.parameters, "type": "object"} if kind == "object" else {"type": "object"}
+
 
 def declared_tools(tools: list[dict[str, Any]]) -> tuple[Tool, ...]:
     """Every declared tool; a tool without a name or with parameters that are not a schema object, or

@@ -11,7 +11,6 @@ Usage: python3 benchmarks/parser_speed.py [--size BYTES] [--template NAME ...]
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 

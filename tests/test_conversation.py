@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from analyzer.analysis import analyze
-from analyzer.backends.export import spell_for_template
 from analyzer.errors import ConversationError, RenderError
 from analyzer.render.conversation import Failed, Renderer, Spelling
 from analyzer.sources import load_template
@@ -96,19 +95,26 @@ def test_attempt_returns_a_failed_render(tmp_template) -> None:
         renderer.render([{"role": "system", "content": "x"}])
 
 
-def test_renderer_matches_the_export_spelling_on_the_corpus(corpus_paths: list[Path]) -> None:
-    """Without an id rule, the renderer spells a conversation as export's spell_for_template does
-    wherever the template takes OpenAI-style ids."""
-    compared = 0
+def test_ids_take_the_form_the_template_accepts_on_the_corpus(corpus_paths: list[Path]) -> None:
+    """Every corpus template renders a client's conversation with calls and results: OpenAI-style ids
+    are kept where the template takes them, rewritten where it insists on another form, the result
+    pointing at its call's new id, and the same client id always giving the same new id."""
+    rewritten = kept = 0
     for path in corpus_paths:
         template = load_template(str(path))
         description = analyze(template)
-        if description.input_form.id_form != "openai":
-            continue
         renderer = Renderer.for_template(template, description)
-        assert renderer.spell(CALLED) == spell_for_template(CALLED, description), path.stem
-        compared += 1
-    assert compared > 50
+        spelled = renderer.spell(CALLED)
+        new_id = spelled[1]["tool_calls"][0]["id"]
+        assert spelled[2]["tool_call_id"] == new_id, path.stem
+        assert renderer.spell(CALLED) == spelled, path.stem
+        if description.input_form.id_form == "openai":
+            assert new_id == "call_abc", path.stem
+            kept += 1
+        else:
+            assert new_id != "call_abc" and len(new_id) == 9 and new_id.isalnum(), path.stem
+            rewritten += 1
+    assert kept > 50 and rewritten >= 1
 
 
 def test_the_mutable_fallback_is_kept(corpus_dir: Path) -> None:

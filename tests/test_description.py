@@ -61,7 +61,7 @@ def json_call_description() -> FormatDescription:
     return FormatDescription(
         schema_version=SCHEMA_VERSION,
         template=TemplateRef(name="demo", sha256="ab" * 32, engine="minijinja"),
-        format="tagged_json",
+        format="tag-json",
         turn=Turn(
             generation_prompt="<|im_start|>assistant\n",
             history_prefix="",
@@ -111,7 +111,7 @@ def key_value_description() -> FormatDescription:
     return FormatDescription(
         schema_version=SCHEMA_VERSION,
         template=TemplateRef(name="kimi", sha256="0" * 64, engine="jinja2"),
-        format="kimi",
+        format="tag-json",
         turn=Turn(generation_prompt=Unknown("the template raised"), history_prefix="", content_open="",
                   content_close="", end=Unknown("no turn end"), stop=()),
         reasoning=Unknown("no reasoning field is read"),
@@ -259,13 +259,13 @@ def test_loads_rejects_a_schema_version_that_is_not_the_integer_1(version: objec
 def test_loads_rejects_unknown_kind() -> None:
     data = to_dict(json_call_description())
     data["calls"]["call"][1]["kind"] = "slot"
-    _assert_one_line_description_error(json.dumps(data), "unknown node kind 'slot' in format description")
+    _assert_one_line_description_error(json.dumps(data), "unknown node kind 'slot'")
 
 
 def test_loads_rejects_missing_kind() -> None:
     data = to_dict(json_call_description())
     del data["turn"]["kind"]
-    _assert_one_line_description_error(json.dumps(data), "unknown node kind None in format description")
+    _assert_one_line_description_error(json.dumps(data), "unknown node kind None")
 
 
 def test_loads_rejects_unexpected_field() -> None:
@@ -354,3 +354,12 @@ def test_pattern_round_trip_inside_a_description(pattern: tuple) -> None:
         results=description.results, capabilities=description.capabilities, input_form=description.input_form,
     )
     assert loads(dumps(changed)) == changed
+
+
+def test_loads_rejects_a_value_outside_an_enumeration() -> None:
+    data = json.loads(dumps(json_call_description()))
+    data["capabilities"]["tools"]["status"] = "banana"
+    _assert_one_line_description_error(json.dumps(data), "field 'status' of 'capability' node has the wrong type")
+    data = json.loads(dumps(json_call_description()))
+    data["results"]["linked_by"] = "magic"
+    _assert_one_line_description_error(json.dumps(data), "field 'linked_by' of 'results' node has the wrong type")

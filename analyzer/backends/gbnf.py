@@ -30,19 +30,19 @@ from typing import Any, Union
 from analyzer.backends.json_schema_gbnf import (
     PythonRules, Rules, SchemaRules, char_class, choice, literal, optional, ordered, seq,
 )
-from analyzer.description import ArgumentForm, Text
-from analyzer.tools import Tool, chosen_tools, declared_tools
-from analyzer.lower import (
-    CallId, CallsShape, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape, Part,
-    UnsupportedFormat, needs_space, split_markers,
+from analyzer.errors import UnsupportedFormat
+from analyzer.markers import special_word
+from analyzer.runtime.shape import (
+    ArgKey, ArgumentForm, CallId, CallsShape, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers,
+    Name, OutputShape, Part,
 )
+from analyzer.tools import Tool, chosen_tools, declared_tools
 
 # llama-server's grammar trigger types. A token trigger (type 0) needs the token's id, which only the
 # server knows; it makes one itself of a word that is a single token.
 TRIGGER_WORD, TRIGGER_PATTERN, TRIGGER_PATTERN_FULL = 1, 2, 3
 
 _DIGITS = "[0-9]{1,9}"
-_ALNUM9 = "[A-Za-z0-9]{9}"
 _ID_SAMPLE = "<id>"
 _SPACES = re.compile(r"\s+")
 _QUOTED_DIGITS = re.compile(r'"([0-9]+)"')
@@ -87,29 +87,27 @@ def llama_server_fields(grammar: Grammar | None, preserved: tuple[str, ...],
 
 
 def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: str = "auto",
-               parallel: bool = True) -> Grammar | None:
-    """The grammar for calls of ``tools`` in ``shape``'s format; None for ``tool_choice="none"``."""
-    if tool_choice == "none":
+               parallel: bool = True, thinking: bool | None = None) -> Grammar | None:
+    """The grammar for calls of ``tools`` in ``shape``'s format; None for ``tool_choice="none"``.
+    ``thinking``: the ``enable_thinking`` the prompt was rendered with (None: the template's default).
+
+    Where every reply is JSON (the shape has an answer key), the grammar is eager: a call, or for
+    ``auto`` and ``none`` the answer object."""
+    answers = bool(shape.answer_key)
+    if tool_choice == "none" and not answers:
         return None
     if shape.calls is None:
         raise UnsupportedFormat(f"{shape.template}: the template writes no tool calls, so no grammar constrains them")
     declared = chosen_tools(declared_tools(tools), tool_choice)
-    builder = _Builder(shape, shape.calls)
-    section = builder.section(declared, parallel)
-    stops = _server_stops(shape)
-    if tool_choice == "auto":
-        return Grammar(builder.rules.text(section), True, (_trigger(shape, shape.calls, declared),),
-                       preserved_tokens(shape), stops)
-    return Grammar(builder.rules.text(builder.eager(section)), False, (), preserved_tokens(shape), stops)
-
-
-_BRACKETED_WORD = re.compile(r"[<\[][^\s<>\[\]]+[>\]]")
-
-
-def special_word(marker: str) -> str:
-    """The bracketed word a marker starts with (``<tool_call>``, ``[TOOL_CALLS]``), or ""."""
-    word = _BRACKETED_WORD.match(marker)
-    return word.group() if word else ""
+    builder = _Builder(shape, shape.calls, thinking)
+    replies = [builder.section(declared, parallel)] if declared else []
+    if tool_choice == "auto" and not answers:
+        return Grammar(builder.rules.text(replies[0]), True, (_trigger(shape, shape.calls, declared),),
+                       preserved_tokens(shape), shape.server_stops)
+    if answers and tool_choice in ("auto", "none"):
+        replies.append(builder.answer())
+    return Grammar(builder.rules.text(builder.eager(choice(replies))), False, (), preserved_tokens(shape),
+                   shape.server_stops)
 
 
 def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
@@ -126,23 +124,13 @@ def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _server_stops(shape: OutputShape) -> tuple[str, ...]:
-    """The turn's stop strings, less any a call starts with: a server stopping there would cut every
-    call off (a template that writes a call as a new message opened by its turn separator)."""
-    calls = shape.calls
-    openers = [m.text for m in calls.section_open[:1]] if calls is not None else []
-    if calls is not None and calls.call and isinstance(calls.call[0], Marker) and calls.call[0].text:
-        openers.append(calls.call[0].text)
-    return tuple(stop for stop in shape.stops if not any(opener.startswith(stop) for opener in openers))
-
-
 def _trigger(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> GrammarTrigger:
     trigger = calls.trigger
     if trigger.word:
-        return GrammarTrigger(TRIGGER_WORD, _trigger_word(trigger.word))
+        return GrammarTrigger(TRIGGER_WORD, trigger.wake_word)
     if trigger.pattern:
         return GrammarTrigger(TRIGGER_PATTERN, trigger.pattern)
-    if trigger.at_start and calls.call and isinstance(calls.call[0], Name):
+    if trigger.tool_name:
         # The output opens with a tool's name, after what every turn starts with if the model wrote
         # that: the grammar holds from the name on.
         names = "|".join(re.escape(tool.name) for tool in tools)
@@ -150,17 +138,6 @@ def _trigger(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> 
         head = rf"(?:{prefix}\s*)?" if prefix else ""
         return GrammarTrigger(TRIGGER_PATTERN_FULL, rf"\s*{head}((?:{names})[\s\S]*)")
     raise UnsupportedFormat("the calls open with nothing a lazy grammar can be triggered by")
-
-
-def _trigger_word(marker: str) -> str:
-    """The word a lazy grammar wakes on: the special word the marker starts with when only punctuation
-    follows it (``[TOOL_CALLS]`` of ``[TOOL_CALLS][``). A model writes that word as one special token,
-    which the server (and a logit bias) can see, while the whole marker is several tokens; the grammar
-    still holds the rest of the marker. A marker that goes on with words (``<|start|>assistant...``) is
-    kept whole: its first word alone also starts other things."""
-    word = special_word(marker)
-    rest = marker[len(word):]
-    return word if word and not any(ch.isalnum() or ch == "_" for ch in rest) else marker
 
 
 # --------------------------------------------------------------------------- pieces of a sequence
@@ -181,14 +158,21 @@ class _Piece:
     sample: str = ""
 
 
+def needs_space(before: str, after: str) -> bool:
+    """Whitespace between two literals is required only where it separates two words."""
+    return bool(before) and bool(after) and (before[-1].isalnum() or before[-1] == "_") and (
+        after[0].isalnum() or after[0] == "_")
+
+
 def _common(texts: list[str]) -> str:
     return texts[0] if all(text == texts[0] for text in texts) else ""
 
 
 class _Builder:
-    def __init__(self, shape: OutputShape, calls: CallsShape) -> None:
+    def __init__(self, shape: OutputShape, calls: CallsShape, thinking: bool | None = None) -> None:
         self.shape = shape
         self.calls = calls
+        self.thinking = thinking
         self.rules = Rules()
         self.json = SchemaRules(self.rules)
         self.python = PythonRules(self.rules)
@@ -249,15 +233,19 @@ class _Builder:
         reasoning = self.shape.reasoning
         prefix = self.join(self.markers(self.shape.prefix)).expr
         written_first = optional(seq(prefix, ws)) if prefix else ""
-        if reasoning is None or reasoning.switched_off:
+        if reasoning is None or reasoning.switched_off(self.thinking):
             return seq(ws, written_first, section)
-        if not reasoning.forced_open:
+        if not reasoning.opened_by_prompt(self.thinking):
             return seq(ws, written_first, optional(seq(self.reasoning(), ws)), section)
-        written, close = ("".join(m.text for m in markers) for markers in (self.shape.prefix, reasoning.close))
-        after = split_markers(written[len(close):]) if written.startswith(close) else []
-        rest = self.join(self.markers(tuple(after))).expr
-        reasoning_block = self.reasoning(tuple(m.text for m in after[:1]))
+        rest = self.join(self.markers(reasoning.after)).expr
+        reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
         return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
+
+    def answer(self) -> str:
+        """An answer written as a one-member JSON object holding it as a string; inline, as a call
+        object is, so that a lexing reader does not take its "{" for the start of one token."""
+        member = self.json.member(self.json.key(self.shape.answer_key), self.json.string())
+        return seq(literal("{"), self.rules.ws(), member, literal("}"))
 
     def reasoning(self, after: tuple[str, ...] = ()) -> str:
         """Open marker (absent when the prompt opened the block), text, close marker. The text may not
@@ -267,10 +255,8 @@ class _Builder:
         reasoning = self.shape.reasoning
         assert reasoning is not None
         close = reasoning.close
-        first = [m.text for m in self.calls.section_open[:1]] or [
-            p.text for p in self.calls.call[:1] if isinstance(p, Marker)]
-        text = text_until(self.rules, "reasoning-text", close[0].text, (*first, *after))
-        opening = [] if reasoning.forced_open else self.markers(reasoning.open)
+        text = text_until(self.rules, "reasoning-text", close[0].text, (self.calls.trigger.word, *after))
+        opening = [] if reasoning.opened_by_prompt(self.thinking) else self.markers(reasoning.open)
         if opening:  # the text takes the whitespace after the open marker in
             opening[-1] = replace(opening[-1], trail=False)
         body = _Piece(text, trail=bool(close[0].trail), last=close[0].text)
@@ -324,9 +310,7 @@ class _Builder:
         return _Piece(literal(tool.name), first=tool.name, last=tool.name, sample=tool.name)
 
     def call_id(self, part: CallId) -> _Piece:
-        if part.form == "alnum9":
-            return _Piece(self.rules.add("call-id", _ALNUM9), sample=_ID_SAMPLE)
-        return _Piece(self.rules.add("call-id", char_class(' \t\n\r<>[]"', negated=True) + "+"), sample=_ID_SAMPLE)
+        return _Piece(self.rules.add("call-id", _id_chars(part.form)), sample=_ID_SAMPLE)
 
     def index(self, part: Index) -> _Piece:
         # Counted from part.base; the grammar takes any digits.
@@ -336,17 +320,17 @@ class _Builder:
         if part.encoding == "string":
             expr = self.json.string()
         elif part.encoding == "python":
-            expr = self.python.value(tool.parameters, f"{tool.name}-args")
+            expr = self.python.value(tool.arguments_schema, f"{tool.name}-args")
         else:
-            expr = self.json.value(tool.parameters, f"{tool.name}-args")
+            expr = self.json.value(tool.arguments_schema, f"{tool.name}-args")
         # A JSON text may have whitespace around it.
         return _Piece(expr, lead=True, trail=True, sample='"{}"' if part.encoding == "string" else "{}")
 
     def key_value_args(self, part: KeyValueArgs, tool: Tool, following: str) -> _Piece:
         forms = {form.json_type: form for form in part.forms}
         required = set(tool.parameters.get("required") or ())
-        # A value that ends its pattern ends before the separator or, last, before the next marker.
-        stops = "".join(m.text[0] for m in split_markers(part.separator)[:1] + split_markers(following)[:1])
+        # A value that ends its form ends before the separator or, last, before the next marker.
+        stops = "".join(text[0] for text in (part.separator[0].text if part.separator else "", following) if text)
         members = []
         properties = sorted(tool.properties.items()) if part.sorted_names else tool.properties.items()
         for key, schema in properties:
@@ -362,7 +346,7 @@ class _Builder:
         if layout.arguments_encoding == "string":
             arguments = self.json.string()
         else:
-            arguments = self.json.value(tool.parameters, f"{tool.name}-args")
+            arguments = self.json.value(tool.arguments_schema, f"{tool.name}-args")
         empty: Any = "{}" if layout.arguments_encoding == "string" else {}
         if layout.name_is_key:
             sample = json.dumps({tool.name: empty}, separators=(",", ":"))
@@ -374,8 +358,10 @@ class _Builder:
         _put(tree, written, layout.name_path, self.json.constant(tool.name), tool.name)
         _put(tree, written, layout.arguments_path, arguments, empty)
         if layout.id_path:
-            _put(tree, written, layout.id_path, self.rules.add("json-call-id", f'"\\"" {_ALNUM9} "\\""')
-                 if self.shape.id_form == "alnum9" else self.json.string(), _ID_SAMPLE)
+            form = self.shape.id_form
+            # An id of a form made of listed characters needs no escaping inside a JSON string.
+            _put(tree, written, layout.id_path, self.json.string() if form.excluded else
+                 self.rules.add("json-call-id", f'"\\"" {_id_chars(form)} "\\""'), _ID_SAMPLE)
         if layout.index_path:
             # The layout does not say whether the index is a number or a string of digits ("0"):
             # templates write both.
@@ -397,62 +383,65 @@ class _Builder:
         comma = seq(literal(","), self.rules.ws())
         return seq(literal("{"), self.rules.ws(), ordered([(m, True) for m in members], comma), literal("}"))
 
-    def separator(self, text: str) -> str:
+    def separator(self, markers: Markers) -> str:
         """Between two arguments: the separator's markers, or whitespace when it is only that."""
-        if not text:
-            return ""
-        markers = split_markers(text)
         if not markers:
+            return ""
+        if not any(marker.text for marker in markers):
             return self.rules.ws()
         ws = self.rules.ws()
         return seq(ws if markers[0].lead else "", self.join(self.markers(tuple(markers))).expr,
                    ws if markers[-1].trail else "")
 
     def argument(self, form: ArgumentForm, key: str, schema: Any, hint: str, stops: str) -> str:
-        """One argument by its form's pattern. ``stops``: the first characters of what may follow the
-        argument, before which a value that ends the pattern stops when its syntax is not known."""
+        """One argument by its form's parts. ``stops``: the first characters of what may follow the
+        argument, before which a value that ends the form stops when its syntax is not known."""
         pieces: list[_Piece] = []
-        pattern = form.pattern
+        # Whitespace alone around a key or value is theirs: the parser trims what the template wrote.
+        parts = [part for part in form.parts if not (isinstance(part, Marker) and not part.text)]
         i = 0
-        while i < len(pattern):
-            item = pattern[i]
-            after = pattern[i + 1] if i + 1 < len(pattern) else None
-            ends = split_markers(after.text) if isinstance(after, Text) else []
-            if isinstance(item, Text):
-                pieces.extend(self.markers(tuple(split_markers(item.text))))
-            elif item.name == "key":
+        while i < len(parts):
+            item = parts[i]
+            if isinstance(item, Marker):
+                pieces.append(self.marker(item))
+                i += 1
+                continue
+            if isinstance(item, ArgKey):
                 pieces.append(_Piece(literal(key), first=key, last=key))
-            elif form.syntax == "raw" and ends and _string_choices(schema):
+                i += 1
+                continue
+            ends = _run(parts, i + 1, 1)
+            if form.syntax == "raw" and ends and _string_choices(schema):
                 # A raw string with an enum (or const): one of its values, not any text, so a model
                 # cannot write a value the schema refuses.
                 # The whitespace around it is written exactly as the template does: the parser takes
                 # the template's own whitespace off a raw value and keeps any other.
-                before = pattern[i - 1] if i else None
-                opened = split_markers(before.text) if isinstance(before, Text) else []
+                opened = _run(parts, i - 1, -1)
                 if pieces:
                     pieces[-1] = replace(pieces[-1], trail=False)
                 values = choice(literal(value) for value in _string_choices(schema))
                 pieces.append(_Piece(seq(literal(opened[-1].trail) if opened and opened[-1].trail else "", values,
                                          literal(ends[0].lead) if ends[0].lead else "")))
                 pieces.append(replace(self.marker(ends[0]), lead=False))
-                pieces.extend(self.markers(tuple(ends[1:])))
-                i += 1
+                pieces.extend(self.markers(ends[1:]))
+                i += 1 + len(ends)
             elif form.syntax == "raw" and ends:
-                # Raw text runs to the next literal and takes it in; whitespace around it is the text's.
+                # Raw text runs to the next marker and takes it in; whitespace around it is the text's.
                 if pieces:
                     pieces[-1] = replace(pieces[-1], trail=False)
                 pieces.append(_Piece(text_until(self.rules, "raw-text", ends[0].text), trail=bool(ends[0].trail),
                                      last=ends[0].text))
-                pieces.extend(self.markers(tuple(ends[1:])))
-                i += 1  # the literal after it is taken
+                pieces.extend(self.markers(ends[1:]))
+                i += 1 + len(ends)  # the markers after it are taken
             elif form.syntax in ("json", "python"):
                 rules = self.json if form.syntax == "json" else self.python
                 pieces.append(_Piece(rules.value(schema, hint), lead=True, trail=True))
+                i += 1
             else:
-                # Unknown syntax (or raw text with no literal after it): text up to the next literal,
-                # brackets balanced so a nested object or list may hold that literal's first character.
+                # Unknown syntax (or raw text with no marker after it): text up to the next marker,
+                # brackets balanced so a nested object or list may hold that marker's first character.
                 pieces.append(_Piece(self.loose(ends[0].text[0] if ends else stops)))
-            i += 1
+                i += 1
         return self.join(pieces).expr
 
     def loose(self, stops: str) -> str:
@@ -461,6 +450,24 @@ class _Builder:
             f'( {char_class("{}[]", negated=True)} | "{{" {name} "}}" | "[" {name} "]" )*'))
         outer = char_class(set("{}[]") | set(stops), negated=True)
         return self.rules.add("loose", f'( {outer} | "{{" {inner} "}}" | "[" {inner} "]" )*')
+
+
+def _run(parts: list, start: int, step: int) -> Markers:
+    """The markers from ``start`` on, going by ``step`` (-1: backwards), up to the next key or value,
+    in their written order."""
+    found: list[Marker] = []
+    i = start
+    while 0 <= i < len(parts) and isinstance(parts[i], Marker):
+        found.append(parts[i])
+        i += step
+    return tuple(found if step > 0 else reversed(found))
+
+
+def _id_chars(form: IdForm) -> str:
+    """GBNF for one id of ``form``."""
+    repeat = "+" if (form.min_length, form.max_length) == (1, 0) else \
+        f"{{{form.min_length},{form.max_length or ''}}}" if form.min_length != form.max_length else f"{{{form.min_length}}}"
+    return char_class(form.chars, negated=form.excluded) + repeat
 
 
 def _put(tree: dict[str, Any], written: dict[str, Any], path: tuple[str, ...], expr: str, value: Any) -> None:

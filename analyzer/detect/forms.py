@@ -67,7 +67,7 @@ def probe(session: Session) -> Probe:
     first_failure: Failed | None = None
     rendered_without_call = False
     for as_string, content, id_form, descriptions in product(
-            (False, True), ("", None), tuple(v.ID_FORMS), (True, False)):
+            (False, True), ("", None), v.ID_FORMS, (True, False)):
         if (id_form, descriptions) != (base.id_form, base.tool_descriptions) and first_failure is None:
             # Ids and descriptions only matter to templates that raise; one that renders without
             # writing the call ignores them.

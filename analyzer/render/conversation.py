@@ -18,20 +18,35 @@ description's spelling. Everything after the analysis renders through it::
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from analyzer.description import FormatDescription, InputForm, Reasoning
 from analyzer.errors import ConversationError, RenderError
 from analyzer.render.engines import CompiledTemplate, RenderLimits, compile_mutable, compile_template
+from analyzer.runtime.calls import generated_id
+from analyzer.runtime.shape import ID_FORMS, id_pattern
 from analyzer.template import Template
 
 # The key OpenAI-style clients send reasoning under.
 CLIENT_REASONING_KEY = "reasoning_content"
 
 # (a client's call id, how many ids were rewritten before it) -> the id to write instead, or None to
-# keep it. Which ids a template takes is the id forms' business, not the renderer's.
+# keep it.
 RenameId = Callable[[str, int], "str | None"]
+
+
+def fit_id_form(form_name: str) -> RenameId:
+    """Ids rewritten into the form a template takes (Mistral's nine letters and digits), made from the
+    client's id so the same id always becomes the same one; ids already of the form are kept."""
+    form = ID_FORMS[form_name]
+    pattern = re.compile(id_pattern(form))
+
+    def rename(old: str, count: int) -> str | None:
+        return None if pattern.fullmatch(old) else generated_id(form, count, "", old)
+
+    return rename
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +134,16 @@ class Spelling:
         return call
 
 
+def check_conversation(messages: Any, *, empty: bool = False) -> list[dict[str, Any]]:
+    """A client's conversation: a list of message objects, each with a role; non-empty unless ``empty``."""
+    if not isinstance(messages, list) or not (messages or empty):
+        raise ConversationError("messages must be a non-empty JSON list of message objects")
+    for number, message in enumerate(messages, 1):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise ConversationError(f"message {number} is not an object with a \"role\"")
+    return messages
+
+
 def arguments_value(function: dict[str, Any]) -> Any:
     """A call's arguments as a JSON value, whether the client sent a JSON string or the value itself."""
     arguments = function.get("arguments")
@@ -146,14 +171,15 @@ def bound_context(description: FormatDescription) -> dict[str, Any]:
 
 
 class Renderer:
-    """A template as analysed: renders OpenAI-style conversations spelled the way it takes them."""
+    """A template as analysed: renders OpenAI-style conversations spelled the way it takes them, call
+    ids rewritten into the form it takes unless ``rename_id`` says otherwise."""
 
     def __init__(self, compiled: CompiledTemplate, description: FormatDescription, *,
                  rename_id: RenameId | None = None) -> None:
         self.compiled = compiled
         self.spelling = Spelling.from_description(description)
         self.context = bound_context(description)
-        self.rename_id = rename_id
+        self.rename_id = rename_id if rename_id is not None else fit_id_form(self.spelling.id_form)
 
     @classmethod
     def for_template(cls, template: Template, description: FormatDescription, *, engine: str | None = None,
@@ -190,4 +216,5 @@ class Renderer:
             return Failed(exc.message, exc.raised_by_template)
 
 
-__all__ = ["Failed", "RenameId", "Renderer", "Spelling", "arguments_value", "bound_context", "compile_as_analysed"]
+__all__ = ["Failed", "RenameId", "Renderer", "Spelling", "arguments_value", "bound_context", "check_conversation",
+           "compile_as_analysed", "fit_id_form"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.runtime.shape import ID_FORMS as RUNTIME_ID_FORMS
 from analyzer.render.conversation import Spelling
 
 # Function names, argument names and values. Two of each kind, sharing no first or last character.
@@ -46,12 +47,9 @@ TYPED_VALUES: dict[str, Any] = {
     "array": [1, "Aqz"],
 }
 
-# Ids a client might send, tried in order: OpenAI's style first, then the 9-alphanumeric style some
-# templates insist on. Two of each, for the two parallel calls.
-ID_FORMS: dict[str, tuple[str, str]] = {
-    "openai": ("call_Qz7Wk3Jx1abc", "call_Jm4Tp8Rb2xyz"),
-    "alnum9": ("Qz7Wk3Jx1", "Jm4Tp8Rb2"),
-}
+# Id forms a client's ids may take (the runtime's registry, where each form lists two examples for
+# the two parallel calls), tried in order: OpenAI's style first.
+ID_FORMS = tuple(RUNTIME_ID_FORMS)
 
 
 def tool(name: str, description: str, *, with_descriptions: bool = True) -> dict[str, Any]:
@@ -85,7 +83,7 @@ class Call:
 
 def ids(form: Spelling) -> tuple[str, str]:
     """The two sentinel ids of the spelling's id form."""
-    return ID_FORMS[form.id_form]
+    return RUNTIME_ID_FORMS[form.id_form].examples
 
 
 def call_message(call: Call, form: Spelling) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from analyzer.analysis import analyze
-from analyzer.backends.export import completion_request, send, spell_for_template, stream_chunks
-from analyzer.backends.parser import Parser
-from analyzer.backends.parser.message import Message, apply
-from analyzer.backends.parser.message import Delta
+from analyzer.llama_server import ChatRequest, prepare, send, stream_chunks
+from analyzer.render.conversation import Renderer
+from analyzer.backends.parser import Message, apply
+from analyzer.backends.parser import Delta
 from analyzer.render.engines import compile_template
 from analyzer.sources import load_template
 from helpers.cli import run
@@ -38,26 +38,26 @@ def _template(corpus_dir: Path, name: str):
 
 def test_request_is_the_template_prompt_with_grammar_fields(corpus_dir: Path) -> None:
     template, description = _template(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
-    body = completion_request(template, description, ASKED, [WEATHER])
+    body = prepare(template, description, ChatRequest(ASKED, [WEATHER])).body
     expected = compile_template(template).render(ASKED, tools=[WEATHER], add_generation_prompt=True)
     assert body["prompt"] == expected
     assert body["grammar_lazy"] is True
     assert {"type": 1, "value": "<tool_call>"} in body["grammar_triggers"]
     assert "<tool_call>" in body["preserved_tokens"] and body["stop"] == ["<|im_end|>"]
     assert "get_weather" in body["grammar"] and body["n_predict"] > 0
-    eager = completion_request(template, description, ASKED, [WEATHER], tool_choice="required")
+    eager = prepare(template, description, ChatRequest(ASKED, [WEATHER], tool_choice="required")).body
     assert eager["grammar_lazy"] is False and not eager["grammar_triggers"]
-    none = completion_request(template, description, ASKED, [WEATHER], tool_choice="none")
+    none = prepare(template, description, ChatRequest(ASKED, [WEATHER], tool_choice="none")).body
     assert "grammar" not in none and none["stop"] == ["<|im_end|>"]
 
 
 def test_ids_are_rewritten_to_the_form_the_template_accepts(corpus_dir: Path) -> None:
     # Mistral Nemo raises on OpenAI-style ids; the call and its result must keep the same new id
     template, description = _template(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
-    spelled = spell_for_template(ANSWERED, description)
+    spelled = Renderer.for_template(template, description).spell(ANSWERED)
     new_id = spelled[1]["tool_calls"][0]["id"]
     assert len(new_id) == 9 and new_id.isalnum() and spelled[2]["tool_call_id"] == new_id
-    body = completion_request(template, description, ANSWERED, [WEATHER])
+    body = prepare(template, description, ChatRequest(ANSWERED, [WEATHER])).body
     assert body["prompt"].count(new_id) == 2 and "call_abc" not in body["prompt"]
     assert ANSWERED[1]["tool_calls"][0]["id"] == "call_abc"  # the caller's messages are not changed
 
@@ -67,26 +67,26 @@ def test_the_prompt_leaves_the_bos_to_the_server(corpus_dir: Path, tmp_path: Pat
     template's): the exported prompt must not carry a second one, placeholder or real."""
     template, description = _template(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
     rendered = compile_template(template).render(ASKED, tools=[WEATHER], add_generation_prompt=True)
-    body = completion_request(template, description, ASKED, [WEATHER])
+    body = prepare(template, description, ChatRequest(ASKED, [WEATHER])).body
     assert rendered.startswith("<s>") and body["prompt"] == rendered[len("<s>"):]
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({
         "chat_template": (corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8"),
         "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}))
     llama = load_template(str(tmp_path / "tokenizer_config.json"))
-    prompt = completion_request(llama, analyze(llama), ASKED, [WEATHER])["prompt"]
+    prompt = prepare(llama, analyze(llama), ChatRequest(ASKED, [WEATHER])).body["prompt"]
     assert prompt.startswith("<|start_header_id|>system") and "<|begin_of_text|>" not in prompt
     # a tokenizer that adds no BOS of its own: the template's stays, as llama-server's chat path keeps it
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({
         "chat_template": (corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8"),
         "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "add_bos_token": False}))
     kept = load_template(str(tmp_path / "tokenizer_config.json"))
-    assert completion_request(kept, analyze(kept), ASKED, [WEATHER])["prompt"].startswith("<|begin_of_text|>")
+    assert prepare(kept, analyze(kept), ChatRequest(ASKED, [WEATHER])).body["prompt"].startswith("<|begin_of_text|>")
 
 
 def test_a_marker_that_is_a_special_word_and_punctuation_triggers_on_the_word(corpus_dir: Path) -> None:
     # [TOOL_CALLS][ is two tokens; the model writes [TOOL_CALLS] as one, which a server can see
     template, description = _template(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
-    body = completion_request(template, description, ASKED, [WEATHER])
+    body = prepare(template, description, ChatRequest(ASKED, [WEATHER])).body
     assert body["grammar_triggers"] == [{"type": 1, "value": "[TOOL_CALLS]"}]
     assert body["grammar"].startswith('root ::= "[TOOL_CALLS][" ')  # the grammar still holds the whole marker
 
@@ -94,9 +94,9 @@ def test_a_marker_that_is_a_special_word_and_punctuation_triggers_on_the_word(co
 def test_arguments_are_spelled_as_the_template_takes_them(corpus_dir: Path) -> None:
     for name in ("Qwen-Qwen2.5-7B-Instruct", "meetkai-functionary-medium-v3.2"):
         template, description = _template(corpus_dir, name)
-        arguments = spell_for_template(ANSWERED, description)[1]["tool_calls"][0]["function"]["arguments"]
+        arguments = Renderer.for_template(template, description).spell(ANSWERED)[1]["tool_calls"][0]["function"]["arguments"]
         assert isinstance(arguments, str) == description.input_form.arguments_as_string
-        prompt = completion_request(template, description, ANSWERED, [WEATHER])["prompt"]
+        prompt = prepare(template, description, ChatRequest(ANSWERED, [WEATHER])).body["prompt"]
         assert "Paris" in prompt and "{\\\"city" not in prompt  # never double-encoded
 
 
@@ -108,9 +108,10 @@ CALL_TEXT = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\"
 
 def test_send_makes_a_chat_completion(corpus_dir: Path, stand_in: ThreadingHTTPServer) -> None:
     template, description = _template(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
-    body = completion_request(template, description, ASKED, [WEATHER])
+    prepared = prepare(template, description, ChatRequest(ASKED, [WEATHER]))
+    body = prepared.body
     stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
-    completion = send(url(stand_in), body, Parser(description, [WEATHER]))
+    completion = send(url(stand_in), prepared)
     path, sent = stand_in.requests[0]  # type: ignore[attr-defined]
     assert path == "/completion" and sent["stream"] is False and sent["grammar"] == body["grammar"]
     choice = completion["choices"][0]
@@ -123,10 +124,10 @@ def test_send_makes_a_chat_completion(corpus_dir: Path, stand_in: ThreadingHTTPS
 
 def test_streaming_gives_the_batch_message(corpus_dir: Path, stand_in: ThreadingHTTPServer) -> None:
     template, description = _template(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
-    body = completion_request(template, description, ASKED, [WEATHER])
-    parser = Parser(description, [WEATHER])
+    prepared = prepare(template, description, ChatRequest(ASKED, [WEATHER]))
+    parser = prepared.parser
     stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
-    chunks = list(stream_chunks(url(stand_in), body, parser))
+    chunks = list(stream_chunks(url(stand_in), prepared))
     assert stand_in.requests[0][1]["stream"] is True  # type: ignore[attr-defined]
     folded = Message()
     for chunk in chunks[:-1]:
@@ -175,4 +176,4 @@ def test_cli_rejects_bad_export_input(corpus_dir: Path, tmp_path: Path) -> None:
     assert code == 2 and "--stream needs --send" in err
     (tmp_path / "bad.json").write_text(json.dumps({"role": "user"}))
     code, _, err = run(["export", template, "--messages", str(tmp_path / "bad.json")])
-    assert code == 2 and "bad.json" in err and "non-empty JSON list" in err
+    assert code == 2 and "bad.json" in err and "must be a JSON list of objects" in err and err.count("\n") == 1

@@ -23,17 +23,17 @@ from analyzer.backends.gbnf import (
 )
 from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules
 from analyzer.description import ArgumentForm, Field, JsonCall, Text
-from analyzer.errors import InputError
-from analyzer.lower import (
-    CallId, CallsShape, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape,
-    ReasoningShape, Trigger, UnsupportedFormat, lower,
+from analyzer.errors import InputError, UnsupportedFormat
+from analyzer.lower import calls_shape, json_layout, key_value_args, lower, output_shape, reasoning_shape
+from analyzer.runtime.shape import (
+    ID_FORMS, CallId, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape, ReasoningShape,
 )
 from analyzer.render.engines import compile_template
 from analyzer.sources import load_template
 from helpers.gbnf_check import Checker, accepts
 from helpers.golden import golden
 from helpers.grammar import (
-    NO_ARGS_TOOL, SEARCH, TOOLS, WEATHER, WEATHER_TOOL, calls_span, case, described, model_output, tool,
+    NO_ARGS_TOOL, SEARCH, TOOLS, WEATHER, WEATHER_TOOL, Case, calls_span, case, described, model_output, tool,
 )
 
 
@@ -158,11 +158,14 @@ def test_text_until_is_exactly_the_text_up_to_the_first_stop(stop, avoid):
 
 
 def make_shape(call: tuple, *, section_open: tuple = (), section_close: tuple = (), separator: tuple | None = (),
-               no_arguments: tuple | None = None, trigger: Trigger | None = None,
-               reasoning: ReasoningShape | None = None, prefix: tuple = (), id_form: str = "openai") -> OutputShape:
-    first = section_open[0].text if section_open else call[0].text if isinstance(call[0], Marker) else ""
-    calls = CallsShape(section_open, section_close, separator, call, no_arguments, trigger or Trigger(word=first))
-    return OutputShape("hand-made", "", prefix, reasoning, (), (), calls, ("<end>",), id_form)
+               no_arguments: tuple | None = None, reasoning: ReasoningShape | None = None, prefix: tuple = (),
+               id_form: str = "openai") -> OutputShape:
+    calls = calls_shape(section_open, section_close, separator, call, no_arguments, stops=("<end>",))
+    if reasoning is not None:  # what follows the block comes from the prefix, as lowering makes it
+        reasoning = reasoning_shape(reasoning.open, reasoning.close, reasoning.forced_open, toggle=reasoning.toggle,
+                                    opened_when_thinking=reasoning.opened_when_thinking, prefix=prefix)
+    return output_shape("hand-made", prefix=prefix, reasoning=reasoning, calls=calls, stops=("<end>",),
+                        id_form=ID_FORMS[id_form])
 
 
 TAG_CALL = (Marker("<call>", trail="\n"), Name(), Marker("(", lead=""), JsonArgs("object"), Marker(")</call>"))
@@ -182,9 +185,8 @@ def test_nested_json_call_with_constants_and_string_arguments():
     layout = JsonCall(name_path=("function", "name"), name_is_key=False, arguments_path=("function", "arguments"),
                       arguments_encoding="string", id_path=("id",), index_path=None, index_base=0,
                       constants=((("type",), '"function"'),), key_order=("id", "type", "function"))
-    shape = make_shape((JsonCallObject(layout),), section_open=(Marker("[", trail=" "),),
-                       section_close=(Marker("]", lead=" "),), separator=(Marker(",", trail=" "),),
-                       trigger=Trigger(word="["), id_form="alnum9")
+    shape = make_shape((JsonCallObject(json_layout(layout)),), section_open=(Marker("[", trail=" "),),
+                       section_close=(Marker("]", lead=" "),), separator=(Marker(",", trail=" "),), id_form="alnum9")
     call = '{"id": "Ab3De6Gh9", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"a\\": 1}"}}'
     other_id = call.replace("Ab3De6Gh9", "call_1")
     other_type = call.replace('"type": "function"', '"type": "tool"')
@@ -219,12 +221,12 @@ def test_python_and_string_argument_encodings():
 
 
 def test_call_ids_and_indexes():
-    call = (Marker("<c"), CallId("alnum9"), Marker(">"), Name(), Marker("#"), Index(1), Marker(":"),
+    call = (Marker("<c"), CallId(ID_FORMS["alnum9"]), Marker(">"), Name(), Marker("#"), Index(1), Marker(":"),
             JsonArgs("object"), Marker("</c>"))
     check(to_grammar(make_shape(call), [WEATHER_TOOL]),
           ['<cAb3De6Gh9>get_weather#1:{"location": "x"}</c>'],
           ['<cAb3De6Gh>get_weather#1:{"location": "x"}</c>', '<cAb3De6Gh9>get_weather#x:{"location": "x"}</c>'])
-    token = (Marker("<c>"), CallId("token"), Marker("<n>"), Name(), JsonArgs("object"))
+    token = (Marker("<c>"), CallId(ID_FORMS["openai"]), Marker("<n>"), Name(), JsonArgs("object"))
     check(to_grammar(make_shape(token), [WEATHER_TOOL]),
           ['<c>call_abc-1<n>get_weather{"location": "x"}'], ['<c>call abc<n>get_weather{"location": "x"}'])
 
@@ -239,7 +241,7 @@ KV_FORMS = (
 
 def test_key_value_arguments_by_form():
     call = (Marker("<call"), Marker("name=\"", lead=" "), Name(), Marker("\">", trail="\n"),
-            KeyValueArgs(KV_FORMS, "\n", "none"), Marker("</call>", lead="\n"))
+            key_value_args(KV_FORMS, "\n", "none"), Marker("</call>", lead="\n"))
     search = tool("search", {"query": {"type": "string"}, "limit": {"type": "integer"}, "exact": {"type": "boolean"},
                              "filters": {"type": "object"}}, ["query"])
     check(to_grammar(make_shape(call), [search]),
@@ -275,7 +277,7 @@ def test_what_every_turn_starts_with_may_come_first():
           [call, f"</think><response>{call}", f"plan</think>\n<response>{call}", f"<response>{call}"],
           [f"<response><response>{call}", "<response></think>"])
     # Calls that open with the tool's name: the trigger lets the prefix stand before it.
-    named = make_shape((Name(), JsonArgs("object")), trigger=Trigger(at_start=True), prefix=(Marker("to=", lead=" "),))
+    named = make_shape((Name(), JsonArgs("object")), prefix=(Marker("to=", lead=" "),))
     full = to_grammar(named, [WEATHER_TOOL]).triggers[0]  # type: ignore[union-attr]
     assert re.fullmatch(full.value, ' to=get_weather{}').start(1) == 4
     assert re.fullmatch(full.value, 'get_weather{}').start(1) == 0
@@ -303,7 +305,7 @@ def test_tool_choice_and_parallel():
         to_grammar(shape, tools, tool_choice="nope")
     with pytest.raises(InputError):
         to_grammar(shape, [])
-    no_calls = OutputShape("plain", "", (), None, (), (), None, ("<end>",), "openai")
+    no_calls = output_shape("plain", stops=("<end>",))
     with pytest.raises(UnsupportedFormat, match="writes no tool calls"):
         to_grammar(no_calls, tools)
 
@@ -321,10 +323,10 @@ def test_llama_server_fields():
         eager = to_grammar(shape, [WEATHER_TOOL], tool_choice=choice)
         assert eager is not None
         assert eager.to_llama_server()["grammar_lazy"] is False and eager.to_llama_server()["grammar_triggers"] == []
-    bare = make_shape((JsonCallObject(JsonCall(("name",), False, ("arguments",), "object", None, None, 0, (),
-                                               ("name", "arguments"))),), trigger=Trigger(pattern=r'\{\s*"name"'))
+    bare = make_shape((JsonCallObject(json_layout(JsonCall(("name",), False, ("arguments",), "object", None, None, 0, (),
+                                                           ("name", "arguments")))),))
     assert to_grammar(bare, [WEATHER_TOOL]).triggers[0].type == TRIGGER_PATTERN  # type: ignore[union-attr]
-    named = make_shape((Name(), JsonArgs("object")), trigger=Trigger(at_start=True))
+    named = make_shape((Name(), JsonArgs("object")))
     full = to_grammar(named, [WEATHER_TOOL, NO_ARGS_TOOL]).triggers[0]  # type: ignore[union-attr]
     assert full.type == TRIGGER_PATTERN_FULL and re.fullmatch(full.value, '\nlist_files{}').start(1) == 1
 
@@ -483,7 +485,6 @@ def test_raw_string_with_an_enum_takes_only_its_values(corpus_dir):
     whitespace around the value (the parser takes off exactly that)."""
     from analyzer.analysis import analyze
     from analyzer.backends.parser import Parser
-    from analyzer.lower import lower
     units = tool("set_unit", {"unit": {"type": "string", "enum": ["celsius", "kelvin"]}}, ["unit"])
     template = load_template(str(corpus_dir / "Qwen3-Coder.jinja"))
     description = analyze(template)
@@ -506,8 +507,9 @@ def test_preserved_tokens_name_the_bracketed_word_a_marker_starts_with():
 
 def test_thinking_switched_off_leaves_no_room_for_reasoning():
     think = ((Marker("<think>"),), (Marker("</think>"),))
-    on = make_shape(TAG_CALL, reasoning=ReasoningShape(*think, False))
-    off = make_shape(TAG_CALL, reasoning=ReasoningShape(*think, False, switched_off=True))
+    shape = make_shape(TAG_CALL, reasoning=ReasoningShape(*think, False, toggle=True))
     text = '<think>hm</think><call>\nget_weather({"location": "Paris"})</call>'
-    check(to_grammar(on, [WEATHER_TOOL], tool_choice="required"), [text], [])
-    check(to_grammar(off, [WEATHER_TOOL], tool_choice="required"), [text[len("<think>hm</think>"):]], [text])
+    check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required"), [text], [])
+    check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required", thinking=True), [text], [])
+    check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required", thinking=False),
+          [text[len("<think>hm</think>"):]], [text])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
-import inspect
 import importlib.util
 import itertools
 import json
@@ -22,28 +21,16 @@ import pytest
 
 from analyzer.backends.parser import Parser, apply
 from analyzer.backends.parser import codegen
-from analyzer.backends.parser.codegen import CodegenError, generate_parser_module
-from analyzer.backends.parser.message import Delta, Message, ParseError
+from analyzer.backends.parser.codegen import generate_parser_module
+from analyzer.backends.parser import Delta, Message, ParseError
 from analyzer.description import Calls, loads
-from analyzer.errors import InputError
+from analyzer.errors import CodegenError, InputError
+from helpers.golden import GOLDEN, compile_for
+from helpers.roundtrip import CASES, TOOLS, case_outputs, descriptions, model_output
+from helpers.samples import SAMPLES, tools_for
 
-HERE = Path(__file__).resolve().parent
-GOLDEN = HERE.parents[1] / "golden"
 _COUNTER = itertools.count()
-
-
-def _load_by_path(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_codegen_helpers_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ROUNDTRIP = _load_by_path(HERE / "test_parser_roundtrip.py")
-SAMPLES = _load_by_path(HERE / "test_parser_samples.py")
-TOOLS = ROUNDTRIP.TOOLS
-DESCRIPTIONS = list(ROUNDTRIP.descriptions())
+DESCRIPTIONS = descriptions()
 
 # Calls the tools refuse, rendered by the template like any other.
 INVALID_CALLS = {
@@ -73,17 +60,13 @@ def import_generated(source: str, folder: Path, stem: str = "generated_parser") 
 
 
 def outputs(description, compiled):
-    """(label, model output): the round-trip cases, the same cut off halfway, and calls the tools refuse."""
-    cases = {**{case: calls for case, (content, calls) in ROUNDTRIP.CASES.items()}, **INVALID_CALLS}
-    contents = {case: content for case, (content, _) in ROUNDTRIP.CASES.items()}
-    for case, calls in cases.items():
-        try:
-            text = ROUNDTRIP.model_output(description, compiled, contents.get(case), calls)
-        except Exception:  # noqa: BLE001 - a template that cannot render the case
-            continue
+    """(label, model output): the round-trip cases the template writes, the same cut off halfway, and
+    calls the tools refuse. Only the template's own refusal leaves a case out; any other error fails."""
+    for case, text in case_outputs(description, compiled, CASES):
         yield case, text
-        if case in ROUNDTRIP.CASES:
-            yield f"{case}, cut off halfway", text[:len(text) // 2]
+        yield f"{case}, cut off halfway", text[:len(text) // 2]
+    for case, calls in INVALID_CALLS.items():
+        yield case, model_output(description, compiled, None, calls)
 
 
 def stream_both(library: Parser, generated: ModuleType, text: str):
@@ -127,7 +110,7 @@ def run_isolated(path: Path, text: str, *args: str) -> subprocess.CompletedProce
 def test_generated_module_parses_as_the_library(description, corpus_dir, tmp_path):
     generated = import_generated(generate_parser_module(description, TOOLS), tmp_path)
     library = Parser(description, TOOLS)
-    compiled = ROUNDTRIP.compile_for(description, corpus_dir)
+    compiled = compile_for(description, corpus_dir)
     checked = 0
     for label, text in outputs(description, compiled):
         expected = library.parse(text).to_dict()
@@ -137,7 +120,8 @@ def test_generated_module_parses_as_the_library(description, corpus_dir, tmp_pat
         assert their_deltas == our_deltas, label
         assert their_message == our_message, label
         checked += 1
-    assert checked >= len(ROUNDTRIP.CASES), "too few cases render"
+    written = sum(1 for _ in case_outputs(description, compiled, CASES))
+    assert written and checked == 2 * written + len(INVALID_CALLS)
 
 
 # Run under ``python -I -S``: loads each generated module from its file and parses its input, batch
@@ -167,7 +151,7 @@ def test_generated_modules_run_on_the_standard_library_alone(corpus_dir, tmp_pat
         source = generate_parser_module(description, TOOLS)
         assert source.isascii(), "markers and tools are escaped: the file reads the same in any encoding"
         (tmp_path / f"{stem}.py").write_text(source, encoding="ascii")
-        _, text = next(outputs(description, ROUNDTRIP.compile_for(description, corpus_dir)))
+        _, text = next(outputs(description, compile_for(description, corpus_dir)))
         (tmp_path / f"{stem}.txt").write_text(text, encoding="utf-8")
         library = Parser(description, TOOLS)
         stream = library.stream()
@@ -192,7 +176,7 @@ def test_command_line(template, corpus_dir, tmp_path):
     description = next(d for d in DESCRIPTIONS if d.template.name == template)
     path = tmp_path / "parser.py"
     path.write_text(generate_parser_module(description, TOOLS), encoding="utf-8")
-    label, text = next(outputs(description, ROUNDTRIP.compile_for(description, corpus_dir)))
+    label, text = next(outputs(description, compile_for(description, corpus_dir)))
     expected = Parser(description, TOOLS).parse(text).to_dict()
     assert expected["tool_calls"]
 
@@ -230,18 +214,18 @@ def test_generated_source_imports_the_standard_library_only(description):
 
 
 def _sample_params():
-    for row in SAMPLES.SAMPLES:
+    for row in SAMPLES:
         path = GOLDEN / row["template"].replace(".jinja", ".json")
         if path.exists():
             yield pytest.param(row, id=row["template"].removesuffix(".jinja"))
 
 
-@pytest.mark.skipif(not SAMPLES.SAMPLES, reason="shared/reference/llama-expected.json is not beside the checkout")
+@pytest.mark.skipif(not SAMPLES, reason="shared/reference/llama-expected.json is not beside the checkout")
 @pytest.mark.parametrize("row", list(_sample_params()))
 def test_generated_module_parses_llama_samples_as_the_library(row, tmp_path):
     """llama.cpp's sample outputs, with the prompt rendered in thinking mode and the sample's own tools."""
     description = loads((GOLDEN / row["template"].replace(".jinja", ".json")).read_text(encoding="utf-8"))
-    tools = SAMPLES.tools_for(row["sample_expect"])
+    tools = tools_for(row["sample_expect"])
     generated = import_generated(generate_parser_module(description, tools, thinking=True), tmp_path)
     library = Parser(description, tools, thinking=True)
     text = row["sample_output"]
@@ -310,9 +294,60 @@ def test_validation_errors_are_reported(json_template, tmp_path, arguments, kind
     assert all(e["call_index"] == 0 for e in got["errors"])
     words = " ".join(e["message"] for e in got["errors"])
     assert all(word in words for word in mentions), words
-    # Worded as jsonschema words it, for the keywords the built-in validator checks (if the library's
-    # wording changes, change codegen._VALIDATOR with it).
+    # One validator serves the library and the module: the same errors, word for word.
     assert got == expected
+
+
+# One property per keyword tool schemas use, and for each an argument value that breaks it: the
+# generated module and the library share one validator, so they must report the same, word for word.
+KEYWORD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "typed": {"type": ["string", "null"]},
+        "nullable": {"type": "integer", "nullable": True},
+        "choice": {"enum": ["a", "b"]},
+        "fixed": {"const": 3},
+        "nested": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+                   "additionalProperties": False},
+        "list": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2, "uniqueItems": True},
+        "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]},
+        "text": {"type": "string", "minLength": 2, "maxLength": 4, "pattern": "^a+$"},
+        "count": {"type": "integer", "minimum": 0, "maximum": 10, "multipleOf": 2},
+        "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "any": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        "one": {"oneOf": [{"type": "integer"}, {"minimum": 5}]},
+        "all": {"allOf": [{"type": "integer"}, {"minimum": 5}]},
+        "never": {"not": {"type": "string"}},
+        "ref": {"$ref": "#/$defs/positive"},
+        "old_ref": {"$ref": "#/definitions/positive"},
+    },
+    "required": ["typed"],
+    "$defs": {"positive": {"type": "integer", "minimum": 1}},
+    "definitions": {"positive": {"type": "integer", "minimum": 1}},
+}
+KEYWORD_TOOLS = [{"type": "function", "function": {"name": "check", "parameters": KEYWORD_SCHEMA}}]
+BROKEN = {
+    "type list": {"typed": 1}, "nullable": {"nullable": "x"}, "enum": {"choice": "c"}, "const": {"fixed": 4},
+    "required": {}, "additionalProperties": {"nested": {"n": 1, "m": 2}}, "nested required": {"nested": {}},
+    "items": {"list": ["x"]}, "minItems": {"list": []}, "maxItems": {"list": [1, 2, 3]}, "uniqueItems": {"list": [1, 1]},
+    "prefixItems": {"pair": [1, "x"]}, "minLength": {"text": "a"}, "maxLength": {"text": "aaaaa"},
+    "pattern": {"text": "bb"}, "minimum": {"count": -2}, "maximum": {"count": 12}, "multipleOf": {"count": 3},
+    "exclusiveMinimum": {"ratio": 0}, "exclusiveMaximum": {"ratio": 1}, "anyOf": {"any": [1]},
+    "oneOf": {"one": 7}, "allOf": {"all": 3}, "not": {"never": "s"}, "$ref to $defs": {"ref": 0},
+    "$ref to definitions": {"old_ref": 0},
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_each_schema_keyword_is_checked_alike(json_template, tmp_path, case):
+    generated = import_generated(generate_parser_module(json_template, KEYWORD_TOOLS), tmp_path)
+    arguments = {"typed": "ok", **BROKEN[case]} if case != "required" else BROKEN[case]
+    text = _call("check", arguments)
+    expected = Parser(json_template, KEYWORD_TOOLS).parse(text).to_dict()
+    assert generated.parse(text) == expected
+    assert expected["errors"] and {e["kind"] for e in expected["errors"]} == {"invalid_arguments"}, expected
+    valid = generated.parse(_call("check", {"typed": None, "count": 4, "ref": 1, "one": 3, "all": 6}))
+    assert valid["errors"] == []
 
 
 def test_unknown_tool_and_tools_given_at_parse_time(json_template, tmp_path):
@@ -373,27 +408,70 @@ def test_tools_are_embedded_as_given(tmp_path):
         generate_parser_module(DESCRIPTIONS[0], [{"weight": float("nan")}])
 
 
-def test_library_code_is_copied_as_written():
-    """The generated module holds the library's own source text, not a re-implementation."""
-    from analyzer.backends.parser import match, message, stream, values
-    from analyzer.lower import split_markers
+def test_runtime_is_copied_as_written():
+    """The generated module holds the runtime's own source text, line for line, less its relative
+    imports: not a re-implementation."""
+    import analyzer.runtime
 
     source = generate_parser_module(DESCRIPTIONS[0], TOOLS)
-    for obj in (match.CallMatcher, match.match_literal, values.decode, message.Delta, split_markers,
-                stream._partial_suffix):
-        assert inspect.getsource(obj) in source, obj.__name__
-    body = inspect.getsource(stream.StreamParser).split("\n", 1)[1]
-    assert body in source  # the class itself is renamed: StreamParser is the module's own API
+    folder = Path(analyzer.runtime.__file__).parent
+    for module in codegen.RUNTIME_MODULES:
+        text = (folder / f"{module}.py").read_text(encoding="utf-8")
+        kept = [line for line in text.splitlines()
+                if not line.startswith(("from .", "from __future__"))]
+        assert "\n".join(kept).strip("\n") in source, module
+    assert sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__") == sorted(codegen.RUNTIME_MODULES)
 
 
-def test_validator_replacement_is_required(monkeypatch):
-    """The library validates with jsonschema: without the built-in replacement, generation refuses."""
-    monkeypatch.setattr(codegen, "_replace", lambda module, name, source: None)
-    with pytest.raises(CodegenError, match="jsonschema"):
-        generate_parser_module(DESCRIPTIONS[0], TOOLS)
+def _runtime_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    import analyzer.runtime
+
+    folder = tmp_path / "runtime"
+    shutil.copytree(Path(analyzer.runtime.__file__).parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
 
 
-def test_replacement_must_keep_the_signature(monkeypatch):
-    monkeypatch.setattr(codegen, "_VALIDATOR", "def _schema_problems(schema, name, arguments):\n    return []\n")
-    with pytest.raises(CodegenError, match="parameters"):
+def test_runtime_imports_the_standard_library_only(tmp_path):
+    """The runtime package alone, under ``python -I -S`` from a folder that holds only its files,
+    parses a call and validates its arguments."""
+    _runtime_copy(tmp_path)
+    script = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})  # -I puts no folder of ours on the path: only this one\n"
+        "from runtime.shape import shape_from_dict\n"
+        "from runtime.stream import Parser\n"
+        "import json, sys\n"
+        "shape = shape_from_dict(json.loads(sys.stdin.read()))\n"
+        f"tools = {TOOLS!r}\n"
+        "message = Parser(shape, tools).parse('<tool_call>\\n{\"name\": \"get_weather\", \"arguments\": {\"days\": 2}}\\n</tool_call>')\n"
+        "print(json.dumps(message.to_dict()))\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] not in (*sys.stdlib_module_names, '__main__')))\n")
+    description = next(d for d in DESCRIPTIONS if d.template.name == "NousResearch-Hermes-3-Llama-3.1-8B-tool_use")
+    from analyzer.lower import lower
+    from analyzer.runtime.shape import shape_to_dict
+
+    run = subprocess.run([sys.executable, "-I", "-S", "-c", script], input=json.dumps(shape_to_dict(lower(description))),
+                         capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    message_line, modules_line = run.stdout.splitlines()
+    message = json.loads(message_line)
+    assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert [e["kind"] for e in message["errors"]] == ["invalid_arguments"]  # location is required
+    assert modules_line == str(sorted(["runtime", *(f"runtime.{m}" for m in codegen.RUNTIME_MODULES
+                                                    if m != "command")]))
+
+
+@pytest.mark.parametrize("addition, problem", [
+    ("import jsonschema\n", "not in the standard library"),
+    ("def decode(text):\n    return text\n", "also defined in"),
+    ("from .message import (\n    Delta,\n)\n", "one line"),
+], ids=["third-party import", "name defined twice", "relative import over lines"])
+def test_generation_refuses_what_one_namespace_cannot_hold(tmp_path, monkeypatch, addition, problem):
+    folder = _runtime_copy(tmp_path)
+    path = folder / "calls.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n" + addition, encoding="utf-8")
+    monkeypatch.setattr(codegen, "RUNTIME", folder)
+    with pytest.raises(CodegenError, match=problem):
         generate_parser_module(DESCRIPTIONS[0], TOOLS)

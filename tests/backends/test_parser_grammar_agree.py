@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Parser
-from analyzer.description import Text
-from analyzer.lower import KeyValueArgs
+from analyzer.runtime.shape import KeyValueArgs, Marker
 from helpers.gbnf_check import accepts
 from helpers.grammar import TOOLS, calls_span, case, described, model_output
 
@@ -56,7 +55,7 @@ def _unescaped_quotes(shape) -> set[str]:
         if isinstance(part, KeyValueArgs) and part.string_escaping == "none":
             for form in part.forms:
                 if form.json_type == "string":
-                    texts = "".join(p.text for p in form.pattern if isinstance(p, Text))
+                    texts = "".join(p.text for p in form.parts if isinstance(p, Marker))
                     found |= {q for q in "'\"" if q in texts}
     return found
 

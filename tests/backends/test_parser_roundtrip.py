@@ -131,8 +131,8 @@ def test_only_the_templates_own_refusal_is_not_applicable(monkeypatch, exc, verd
 
 
 def test_arguments_written_as_a_python_dict_come_back_as_json():
-    from analyzer.lower import JsonArgs, Marker, Name
-    from analyzer.backends.parser.match import CallMatcher
+    from analyzer.runtime.match import CallMatcher
+    from analyzer.runtime.shape import JsonArgs, Marker, Name
 
     matcher = CallMatcher((Marker("<call>"), Name(), Marker(">"), JsonArgs("python"), Marker("</call>")), {}, ())
     match = matcher.match("<call>f>{'a': True, 'b': None}</call>", 0, True)
@@ -142,10 +142,8 @@ def test_arguments_written_as_a_python_dict_come_back_as_json():
 
 
 def python_dict_parser():  # noqa: N802 - a factory named after what it builds
-    from analyzer.lower import CallsShape, JsonArgs, Marker, Name, OutputShape, Trigger
+    from analyzer.lower import calls_shape, output_shape
+    from analyzer.runtime.shape import JsonArgs, Marker, Name
 
-    calls = CallsShape(section_open=(), section_close=(), separator=None,
-                       call=(Marker("<call>"), Name(), Marker(">"), JsonArgs("python"), Marker("</call>")),
-                       no_arguments=None, trigger=Trigger(word="<call>"))
-    shape = OutputShape("demo", "", (), None, (), (), calls, (), "openai")
-    return Parser(shape)
+    calls = calls_shape((), (), None, (Marker("<call>"), Name(), Marker(">"), JsonArgs("python"), Marker("</call>")))
+    return Parser(output_shape("demo", calls=calls))

@@ -17,7 +17,7 @@ import pytest
 
 from analyzer import corpus
 from analyzer.analysis import analyze
-from analyzer.backends.parser.message import Message, apply
+from analyzer.backends.parser import Message, apply
 from analyzer.backends.prompted import PromptedParser, prompted, prompted_format
 from analyzer.backends.prompted.conversation import FIRST_USER_TURN, SYSTEM_TURN
 from analyzer.backends.prompted.format import FENCE_OPEN, call_text, fenced
@@ -226,7 +226,7 @@ def test_json_replies_are_read_and_malformed_ones_reported() -> None:
     assert _calls(read["fenced object and prose"]) == [("get_weather", {"city": "Oslo"})]
     assert read["fenced object and prose"].content == "Sure.\nDone."
     assert read["answer"].content == 'Café 😀 "x"' and not read["answer"].tool_calls
-    assert read["answer then prose"].content == "Yes\nand more"
+    assert read["answer then prose"].content == "Yes and more"  # the prose as written, the object's text read
     assert _calls(read["arguments as a string"]) == [("switch_light", {"on": False})]
     assert read["prose only"].content == "I cannot help with that." and not read["prose only"].errors
     assert _calls(read["braces in prose"]) == [("switch_light", {"on": True})]
@@ -317,7 +317,7 @@ def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, 
     assert code == 0, err
     assert "prompted json format" in err  # the template has no tool format: said, not silent
     sent = stand_in.requests[0][1]
-    assert "You can use these tools" in sent["prompt"] and "call-get-weather" in sent["grammar"]
+    assert "You can use these tools" in sent["prompt"] and '"\\"tool\\"" ws ":" ws "\\"get_weather\\""' in sent["grammar"]
     choice = json.loads(out)["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
     assert choice["message"]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from analyzer import Parser, analyze, load_template
 from analyzer.backends.prompted.format import prompted_format
-from analyzer.backends.prompted.parser import PromptedParser
+from analyzer.backends.prompted import PromptedParser
 from analyzer.cli import cli
 
 # Audit hooks cannot be removed: one hook for the session, recording only while a test watches.
@@ -95,7 +95,7 @@ def test_a_file_reference_is_never_opened(qwen, tmp_path: Path) -> None:
         message = Parser(qwen, _tools({"$ref": target.as_uri()})).parse(_two_calls("text"))
     assert [call.name for call in message.tool_calls] == ["lookup", "lookup"]
     assert [(e.kind, e.call_index) for e in message.errors] == [("invalid_schema", 0)]
-    assert "points outside the tool's own schema" in message.errors[0].message
+    assert "points outside the schema's own document" in message.errors[0].message
     assert not [path for event, path in watched if event == "open" and "schema.json" in path]
 
 
@@ -110,12 +110,12 @@ def test_a_url_reference_is_never_fetched(qwen, http_server) -> None:
 
 
 @pytest.mark.parametrize("parameters, problem", [
-    ({"type": "object", "properties": {"q": {"$ref": "#/$defs/nope"}}}, "points to nothing in the tool's schema"),
-    ({"type": "object", "properties": {"q": {"type": "strnig"}}}, "schema is not valid"),
+    ({"type": "object", "properties": {"q": {"$ref": "#/$defs/nope"}}}, "points to nothing in the schema"),
+    ({"type": "object", "properties": {"q": {"type": "strnig"}}}, "'type' at /properties/q must be one of"),
     ({"$id": "http://127.0.0.1:9/root.json", "type": "object", "properties": {"q": {"$ref": "other.json"}}},
-     "points outside the tool's own schema"),
+     "points outside the schema's own document"),
     ({"type": "object", "properties": {"q": {"$dynamicRef": "http://127.0.0.1:9/meta#x"}}},
-     "points outside the tool's own schema"),
+     "points outside the schema's own document"),
 ], ids=["pointer to nowhere", "unknown type", "relative to a remote $id", "dynamic reference"])
 def test_an_unusable_schema_is_reported_once_never_raised(qwen, parameters, problem) -> None:
     with watching() as watched:

@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from analyzer.analysis import analyze
-from analyzer.backends.export import completion_request
+from analyzer.llama_server import ChatRequest, prepare
 from analyzer.sources import load_template
 
 from tests.e2e.server import (ASKED, FAMILIES, REPORTS, TOOLS, Family, Server, llama_server_binary,
@@ -37,7 +37,7 @@ def family(request, server_binary: Path, corpus_dir: Path, tmp_path_factory) -> 
     template_path = corpus_dir / f"{name}.jinja"
     template = load_template(str(template_path))
     description = analyze(template)
-    body = completion_request(template, description, ASKED, TOOLS)
+    body = prepare(template, description, ChatRequest(ASKED, TOOLS)).body
     vocab = vocab_gguf(server_binary)
     if vocab is None:
         pytest.fail(f"no ggml-vocab-qwen2.gguf beside {server_binary}")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from analyzer import corpus
-from analyzer.backends.gbnf import special_word
+from analyzer.markers import special_word
 from analyzer.description import FormatDescription
 from analyzer.template import Template
 

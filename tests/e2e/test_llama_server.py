@@ -10,22 +10,26 @@ through llama-server's own /v1/chat/completions."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import jsonschema
 import pytest
 
-from analyzer.backends.export import completion_request, send, stream_chunks
-from analyzer.backends.parser import Parser
-from analyzer.backends.parser.message import Delta, Message, apply
+from analyzer.backends.parser import Delta, Message, apply
+from analyzer.llama_server import ChatRequest, Completion, prepare, send, stream_chunks
 
 from tests.e2e.server import ASKED, SAMPLING, SCHEMAS, TOOLS, Family
 
 
-def _request(family: Family, **options: Any) -> dict[str, Any]:
+def _request(family: Family, **options: Any) -> Completion:
     # thinking off: a random model that opens reasoning never closes it
-    body = completion_request(family.template, family.description, ASKED, TOOLS, thinking=False, **options)
-    return {**body, **SAMPLING}
+    completion = prepare(family.template, family.description, ChatRequest(ASKED, TOOLS, thinking=False, **options))
+    return _with(completion, **SAMPLING)
+
+
+def _with(completion: Completion, **fields: Any) -> Completion:
+    return replace(completion, body={**completion.body, **fields})
 
 
 def _valid_calls(completion: dict[str, Any]) -> list[dict[str, Any]]:
@@ -37,38 +41,34 @@ def _valid_calls(completion: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_required_gives_a_valid_call(family: Family) -> None:
-    parser = Parser(family.description, TOOLS, thinking=False)
     # one call: a random model under a parallel grammar adds calls until n_predict cuts it
-    completion = send(family.server.url, _request(family, tool_choice="required", parallel=False), parser)
+    completion = send(family.server.url, _request(family, tool_choice="required", parallel=False))
     calls = _valid_calls(completion)
     assert len(calls) == 1 and completion["choices"][0]["finish_reason"] == "tool_calls"
 
 
 def test_named_tool_and_no_parallel_hold(family: Family) -> None:
-    parser = Parser(family.description, TOOLS, thinking=False)
-    completion = send(family.server.url, _request(family, tool_choice="switch_light", parallel=False), parser)
+    completion = send(family.server.url, _request(family, tool_choice="switch_light", parallel=False))
     calls = _valid_calls(completion)
     assert [c["function"]["name"] for c in calls] == ["switch_light"]
 
 
 def test_lazy_grammar_takes_over_after_a_forced_trigger(family: Family) -> None:
-    parser = Parser(family.description, TOOLS, thinking=False)
-    body = _request(family, parallel=False)
-    plain = send(family.server.url, body, parser)
+    request = _request(family, parallel=False)
+    plain = send(family.server.url, request)
     assert not plain["choices"][0]["message"].get("tool_calls")
-    words = [t["value"] for t in body["grammar_triggers"] if t["type"] == 1 and t["value"] in family.token_ids]
+    words = [t["value"] for t in request.body["grammar_triggers"] if t["type"] == 1 and t["value"] in family.token_ids]
     if not words:
         pytest.skip(f"{family.name}: its trigger is not one special token a logit bias can force")
-    forced = send(family.server.url, {**body, "logit_bias": [[family.token_ids[words[0]], 100.0]]}, parser)
+    forced = send(family.server.url, _with(request, logit_bias=[[family.token_ids[words[0]], 100.0]]))
     assert _valid_calls(forced)
 
 
 def test_streaming_gives_the_batch_message(family: Family) -> None:
-    parser = Parser(family.description, TOOLS, thinking=False)
-    body = _request(family, tool_choice="required", parallel=False)
-    batch = send(family.server.url, body, parser)["choices"][0]["message"]
+    request = _request(family, tool_choice="required", parallel=False)
+    batch = send(family.server.url, request)["choices"][0]["message"]
     folded = Message()
-    for chunk in stream_chunks(family.server.url, body, parser):
+    for chunk in stream_chunks(family.server.url, request):
         delta = chunk["choices"][0]["delta"]
         for call in delta.get("tool_calls") or [{}]:
             function = call.get("function", {})
@@ -83,9 +83,7 @@ def test_streaming_gives_the_batch_message(family: Family) -> None:
 def test_parallel_calls_each_validate(family: Family) -> None:
     """With parallel calls allowed a random model keeps adding calls until n_predict cuts it: every call
     it finished must validate, and the one cut off must be reported as cut, not read as a call."""
-    parser = Parser(family.description, TOOLS, thinking=False)
-    completion = send(family.server.url, {**_request(family, tool_choice="required", parallel=True), "n_predict": 160},
-                      parser)
+    completion = send(family.server.url, _with(_request(family, tool_choice="required", parallel=True), n_predict=160))
     choice = completion["choices"][0]
     message = choice["message"]
     calls = message.get("tool_calls") or []

@@ -2,7 +2,7 @@
 
 One llama-server per family (started with ``--jinja --chat-template-file``) answers both sides:
 
-- ours: the ``/completion`` request ``analyzer.backends.export`` builds, read back by our parser;
+- ours: the ``/completion`` request ``analyzer.llama_server`` builds, read back by our parser;
 - llama-server's: the same conversation and tools posted to ``/v1/chat/completions``, where
   llama.cpp's autoparser makes the prompt, the grammar and the parse of the reply.
 
@@ -18,15 +18,15 @@ import json
 import os
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import jsonschema
 import pytest
 
-from analyzer.backends.export import ServerRefused, completion_request, send
-from analyzer.backends.parser import Parser
+from analyzer.errors import ServerRefused
+from analyzer.llama_server import ChatRequest, Completion, prepare, send
 
 from tests.e2e.server import ASKED, FAMILIES, REPORTS, SAMPLING, SCHEMAS, TOOLS, Family
 
@@ -164,19 +164,19 @@ class Measurement:
 # --------------------------------------------------------------------------- the two paths
 
 
-def _our_body(family: Family, tool_choice: str) -> dict[str, Any]:
+def _our_request(family: Family, tool_choice: str) -> Completion:
     # thinking off on both sides: a random model that opens reasoning never closes it
-    body = completion_request(family.template, family.description, ASKED, TOOLS, tool_choice=tool_choice,
-                              parallel=False, thinking=False)
-    return {**body, **SAMPLING}
+    completion = prepare(family.template, family.description,
+                         ChatRequest(ASKED, TOOLS, tool_choice=tool_choice, parallel=False, thinking=False))
+    return replace(completion, body={**completion.body, **SAMPLING})
 
 
 def ask_ours(family: Family, case: str, tool_choice: str, logit_bias: list | None = None) -> Reply:
-    body = _our_body(family, tool_choice)
+    request = _our_request(family, tool_choice)
     if logit_bias:
-        body["logit_bias"] = logit_bias
+        request = replace(request, body={**request.body, "logit_bias": logit_bias})
     try:
-        return Reply(case, send(family.server.url, body, Parser(family.description, TOOLS, thinking=False)))
+        return Reply(case, send(family.server.url, request))
     except ServerRefused as refused:
         return Reply(case, http_error=str(refused))
 
@@ -300,7 +300,7 @@ def judge_accepted(replies: list[Reply]) -> Outcome:
 def our_trigger_token(family: Family) -> tuple[int | None, str]:
     """The token id of our lazy grammar's trigger when it is one special token (a logit bias can
     force it), else None and why not."""
-    triggers = _our_body(family, "auto")["grammar_triggers"]
+    triggers = _our_request(family, "auto").body["grammar_triggers"]
     for trigger in triggers:
         if trigger["type"] == 1 and trigger["value"] in family.token_ids:
             return family.token_ids[trigger["value"]], trigger["value"]
@@ -343,7 +343,7 @@ def measure_side(family: Family, ask: Callable[..., Reply], named_tool_choice: A
 
 def compare_prompts(family: Family) -> str:
     """Our prompt beside the one llama-server renders for the same request (its /apply-template)."""
-    ours = _our_body(family, "required")["prompt"]
+    ours = _our_request(family, "required").body["prompt"]
     body = {"messages": ASKED, "tools": TOOLS, "tool_choice": "required", "parallel_tool_calls": False,
             "chat_template_kwargs": {"enable_thinking": False}}
     request = urllib.request.Request(family.server.url + "/apply-template", data=json.dumps(body).encode(),
@@ -397,7 +397,7 @@ def _report_text(measurements: list[Measurement]) -> str:
         "# Our export vs llama-server's /v1/chat/completions (--jinja)", "",
         f"Same llama-server, tiny random model and template per family; temperature {SAMPLING['temperature']}, "
         f"seed {SAMPLING['seed']}, at most {SAMPLING['n_predict']} tokens, thinking off, parallel tool calls off. "
-        f"Ours: the /completion request of analyzer.backends.export, read by our parser. llama-server's: "
+        f"Ours: the /completion request of analyzer.llama_server, read by our parser. llama-server's: "
         f"/v1/chat/completions with the same messages and tools. 'auto, trigger forced' biases each side's "
         f"own trigger token (llama-server's as its reply reports it).", "",
         report_table(measurements), "",

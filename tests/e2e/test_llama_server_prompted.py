@@ -8,6 +8,7 @@ are the model's special tokens."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -15,8 +16,7 @@ import jsonschema
 import pytest
 
 from analyzer.analysis import analyze
-from analyzer.backends.export import send
-from analyzer.backends.prompted import prompted
+from analyzer.llama_server import ChatRequest, prepare, send
 from analyzer.sources import load_template
 
 from tests.e2e.server import ASKED, SCHEMAS, TOOLS, Server, special_pieces, vocab_gguf
@@ -47,10 +47,10 @@ def served(request, server_binary: Path, corpus_dir: Path, tmp_path_factory) -> 
 
 
 def _call(served: dict[str, Any], style: str, tool_choice: str) -> dict[str, Any]:
-    setup = prompted(served["template"], served["description"], ASKED, TOOLS, style=style, tool_choice=tool_choice,
-                     parallel=False, thinking=False)
-    body = {**setup.completion_request(N_PREDICT), **SAMPLING}
-    completion = send(served["server"].url, body, setup.parser)
+    request = prepare(served["template"], served["description"],
+                      ChatRequest(ASKED, TOOLS, tool_choice=tool_choice, parallel=False, thinking=False,
+                                  n_predict=N_PREDICT, tool_format=style))
+    completion = send(served["server"].url, replace(request, body={**request.body, **SAMPLING}))
     message = completion["choices"][0]["message"]
     assert not message["errors"], message
     for call in message.get("tool_calls") or []:

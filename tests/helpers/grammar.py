@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.description import FormatDescription
-from analyzer.lower import Marker, OutputShape, lower
+from analyzer.lower import lower
+from analyzer.runtime.shape import Marker, OutputShape
 from analyzer.render.engines import CompiledTemplate
 from helpers.golden import Call, assistant_output, compile_for, golden, golden_descriptions, tool_calls
 

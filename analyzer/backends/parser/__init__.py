@@ -4,35 +4,33 @@
     message = parser.parse(text)            # whole output at once
     stream = parser.stream()                # or chunk by chunk
     deltas = stream.feed(chunk) ... stream.finish()
+
+The parser itself is the runtime's (``analyzer.runtime``); this facade lowers a description first.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from analyzer.backends.parser.message import Delta, Message, ParseError, ToolCall, apply
-from analyzer.backends.parser.stream import StreamParser
 from analyzer.description import FormatDescription
-from analyzer.lower import OutputShape, lower
+from analyzer.lower import lower
+from analyzer.runtime import stream as _runtime
+from analyzer.runtime.message import Delta, Message, ParseError, ToolCall, apply
+from analyzer.runtime.shape import OutputShape
+from analyzer.runtime.stream import Stream
+
+StreamParser = Stream  # the name the library has always exported
 
 
-class Parser:
-    """A parser for one template's output format, for a given set of tools (used to validate calls
-    and to type key/value arguments)."""
+class Parser(_runtime.Parser):
+    """A parser for one template's output format and a set of tools (to validate calls and to type
+    key/value arguments). ``thinking``: the ``enable_thinking`` the prompt was rendered with (None:
+    the template's default)."""
 
     def __init__(self, description: FormatDescription | OutputShape, tools: list[dict[str, Any]] | None = None,
                  *, thinking: bool | None = None):
-        self.shape = description if isinstance(description, OutputShape) else lower(description, thinking=thinking)
-        self.tools = tools or []
-
-    def stream(self) -> StreamParser:
-        return StreamParser(self.shape, self.tools)
-
-    def parse(self, text: str) -> Message:
-        stream = self.stream()
-        stream.feed(text)
-        stream.finish()
-        return stream.message
+        shape = description if isinstance(description, OutputShape) else lower(description)
+        super().__init__(shape, tools, thinking=thinking)
 
 
-__all__ = ["Parser", "StreamParser", "Message", "ToolCall", "ParseError", "Delta", "apply"]
+__all__ = ["Parser", "Stream", "StreamParser", "Message", "ToolCall", "ParseError", "Delta", "apply"]

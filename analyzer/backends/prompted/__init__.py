@@ -4,11 +4,13 @@
     setup.system_text          # the tools and the reply format, as the system prompt holds them
     setup.prompt.text          # the conversation rendered by the model's own template
     setup.grammar              # GBNF (llama-server fields via .to_llama_server()), or None
+    setup.shape                # its output shape, which the one parser and grammar builder read
     setup.response_format      # the same replies as a JSON schema, for servers that take schemas
     setup.parser.parse(text)   # a reply read back into an OpenAI-style message
 
 Everything is made from one ``PromptedFormat`` (format.py), as the native path is made from a
-template's format description.
+template's format description; its output shape goes through the same parser (``analyzer.runtime``)
+and the same grammar builder (``analyzer.backends.gbnf``) as a native template's.
 """
 
 from __future__ import annotations
@@ -16,20 +18,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.backends.export import MessagesError, check_messages, server_prompt
-from analyzer.backends.gbnf import Grammar, llama_server_fields
-from analyzer.backends.prompted.conversation import NoPlaceForTools, PromptedPrompt, render_prompt
+from analyzer.backends.gbnf import Grammar, to_grammar
+from analyzer.backends.parser import Parser
+from analyzer.backends.prompted.conversation import PromptedPrompt, render_prompt
 from analyzer.backends.prompted.format import (
     ANSWER_KEY, RESULTS_HEADER, STYLES, PromptedFormat, answer_text, call_text, fenced, prompted_format,
-    results_text, system_text,
+    prompted_shape, response_format, results_text, system_text,
 )
-from analyzer.backends.prompted.grammar import preserved_tokens, response_format, to_prompted_grammar
-from analyzer.backends.prompted.parser import PromptedParser
 from analyzer.description import FormatDescription
 from analyzer.lower import lower
-from analyzer.render.engines import DEFAULT_ENGINE
+from analyzer.render.conversation import check_conversation
+from analyzer.runtime.shape import OutputShape
 from analyzer.template import Template
 from analyzer.tokenizer import token_count
+
+
+class PromptedParser(Parser):
+    """The parser of a prompted format: the runtime's parser over the format's output shape."""
+
+    def __init__(self, fmt: PromptedFormat, tools: list[dict[str, Any]]):
+        super().__init__(prompted_shape(fmt), tools, thinking=fmt.thinking)
+        self.format = fmt
 
 
 @dataclass(frozen=True)
@@ -43,13 +52,12 @@ class Prompted:
     response_format: dict[str, Any] | None
 
     @property
+    def shape(self) -> OutputShape:
+        return prompted_shape(self.format)
+
+    @property
     def parser(self) -> PromptedParser:
         return PromptedParser(self.format, self.tools)
-
-    def completion_request(self, n_predict: int) -> dict[str, Any]:
-        """A llama-server ``/completion`` body: the prompt, the grammar fields and the stop strings."""
-        fields = llama_server_fields(self.grammar, preserved_tokens(self.format), self.format.stops)
-        return {"prompt": server_prompt(self.template, self.prompt.text), "n_predict": n_predict, **fields}
 
     def to_dict(self, *, with_prompt: bool = True) -> dict[str, Any]:
         fmt = self.format
@@ -82,19 +90,20 @@ SAMPLE_CONVERSATION = [{"role": "user", "content": "Hello"}]
 
 def prompted(template: Template, description: FormatDescription, messages: list[dict[str, Any]] | None,
              tools: list[dict[str, Any]], *, style: str = "json", tool_choice: str = "auto", parallel: bool = True,
-             thinking: bool | None = None, engine: str = DEFAULT_ENGINE) -> Prompted:
+             thinking: bool | None = None, engine: str | None = None) -> Prompted:
     """The prompted tool format for ``tools`` on ``template``, and the prompt for ``messages`` (a one-line
     sample conversation when None: the placement of the tool text still comes from a real render)."""
-    shape = lower(description, thinking=thinking)
+    shape = lower(description)
     fmt = prompted_format(tools, style=style, tool_choice=tool_choice, parallel=parallel,
-                          reasoning=shape.reasoning, stops=shape.stops)
+                          reasoning=shape.reasoning, stops=shape.stops, thinking=thinking)
     text = system_text(fmt)
     conversation = messages if messages is not None else SAMPLE_CONVERSATION
-    prompt = render_prompt(template, description, fmt, text, check_messages(conversation), thinking=thinking,
+    prompt = render_prompt(template, description, fmt, text, check_conversation(conversation), thinking=thinking,
                            engine=engine)
-    return Prompted(template, fmt, tools, text, prompt, to_prompted_grammar(fmt), response_format(fmt))
+    grammar = to_grammar(prompted_shape(fmt), tools, tool_choice=tool_choice, parallel=fmt.parallel, thinking=thinking)
+    return Prompted(template, fmt, tools, text, prompt, grammar, response_format(fmt))
 
 
 __all__ = ["prompted", "Prompted", "PromptedFormat", "PromptedParser", "prompted_format", "system_text",
-           "to_prompted_grammar", "response_format", "MessagesError", "NoPlaceForTools", "STYLES",
+           "response_format", "prompted_shape", "STYLES",
            "ANSWER_KEY", "RESULTS_HEADER"]

@@ -12,21 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.analysis import bound_context, compile_as_analysed
-from analyzer.backends.export import MessagesError, arguments_value
 from analyzer.backends.prompted.format import (
     PromptedFormat, answer_text, call_text, fenced, results_text,
 )
 from analyzer.description import FormatDescription
-from analyzer.errors import AnalyzerError, RenderError
-from analyzer.render.engines import DEFAULT_ENGINE
+from analyzer.errors import ConversationError, NoPlaceForTools, RenderError
+from analyzer.render.conversation import Renderer, arguments_value
 from analyzer.template import Template
 
 SYSTEM_TURN, FIRST_USER_TURN = "system turn", "first user turn"
-
-
-class NoPlaceForTools(AnalyzerError):
-    """The template writes the tool text in neither a system turn nor a user turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +32,8 @@ class PromptedPrompt:
 
 def render_prompt(template: Template, description: FormatDescription, fmt: PromptedFormat, tool_text: str,
                   messages: list[dict[str, Any]], *, thinking: bool | None = None,
-                  engine: str = DEFAULT_ENGINE) -> PromptedPrompt:
-    compiled = compile_as_analysed(template, description, engine)
-    extra = bound_context(description)
-    if thinking is not None:
-        extra["enable_thinking"] = thinking
+                  engine: str | None = None) -> PromptedPrompt:
+    renderer = Renderer.for_template(template, description, engine=engine)
     system_role = description.capabilities.system_role
     evidence = next((line for line in tool_text.splitlines()[1:] if line.strip()), tool_text)
     refusal = ""
@@ -51,15 +42,15 @@ def render_prompt(template: Template, description: FormatDescription, fmt: Promp
                    else "the template drops system messages")
     else:
         try:
-            text = compiled.render(spell_conversation(messages, fmt, tool_text, into_user=False), tools=None,
-                                   add_generation_prompt=True, extra=extra)
+            text = renderer.render(spell_conversation(messages, fmt, tool_text, into_user=False),
+                                   generation_prompt=True, thinking=thinking)
             if evidence in text:
                 return PromptedPrompt(text, SYSTEM_TURN, "the template writes a system turn")
             refusal = "the template leaves the system message out of the prompt"
         except RenderError as exc:
             refusal = f"the template refuses a system message: {exc.message}"
-    text = compiled.render(spell_conversation(messages, fmt, tool_text, into_user=True), tools=None,
-                           add_generation_prompt=True, extra=extra)
+    text = renderer.render(spell_conversation(messages, fmt, tool_text, into_user=True), generation_prompt=True,
+                           thinking=thinking)
     if evidence not in text:
         raise NoPlaceForTools(f"{template.name}: the prompt holds the tool text in neither a system nor a user turn")
     return PromptedPrompt(text, FIRST_USER_TURN, refusal + ": the tool text opens the first user turn")
@@ -117,7 +108,7 @@ def _text(content: Any) -> str:
 def _call(call: Any, number: int) -> tuple[str, str]:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-        raise MessagesError(f"message {number}: a tool call without a function name")
+        raise ConversationError(f"message {number}: a tool call without a function name")
     return str(call.get("id", "")), function["name"]
 
 
@@ -144,7 +135,7 @@ def _result(message: dict[str, Any], calls: list[tuple[str, str]], seen: int, nu
         return seen, calls[seen][1], message.get("content")
     if isinstance(name, str) and name:
         return seen, name, message.get("content")
-    raise MessagesError(f"message {number}: a tool result that answers no call (no tool_call_id or name)")
+    raise ConversationError(f"message {number}: a tool result that answers no call (no tool_call_id or name)")
 
 
 def _alternating(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:

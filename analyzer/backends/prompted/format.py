@@ -4,8 +4,9 @@ Such a template never renders tools or calls, so there is no format to find in i
 define one instead and tell the model about it in its system prompt: a reply is one JSON object,
 ``{"tool": NAME, "arguments": {...}}`` to call a tool or ``{"answer": TEXT}`` to answer (style
 "json"), or prose with calls in fenced blocks (style "fenced"). ``PromptedFormat`` is the one
-description of that format; the prompt text, the grammar, the response schema and the parser are
-all made from it, as the native backends are made from a template's ``FormatDescription``.
+description of that format. Its output shape (``prompted_shape``) is what a native template's
+description lowers to, so the one parser and the one grammar builder serve it; the prompt text and
+the response schema are made from it here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.errors import InputError
-from analyzer.lower import ReasoningShape
+from analyzer.lower import calls_shape, output_shape
+from analyzer.runtime.shape import JsonCallObject, JsonLayout, Marker, OutputShape, ReasoningShape, Trigger
 from analyzer.tools import Tool, chosen_tools, declared_tools
 
 STYLES = ("json", "fenced")
@@ -38,6 +40,7 @@ class PromptedFormat:
     parallel: bool  # several calls in one reply: fenced blocks one after another (the json style has one object)
     reasoning: ReasoningShape | None  # the template's reasoning block, which may come before the reply
     stops: tuple[str, ...]  # the template's turn-end strings
+    thinking: bool | None = None  # the enable_thinking the prompt is rendered with (None: the template's default)
 
     @property
     def calls(self) -> bool:
@@ -46,12 +49,48 @@ class PromptedFormat:
 
 def prompted_format(tools: list[dict[str, Any]], *, style: str = "json", tool_choice: str = "auto",
                     parallel: bool = True, reasoning: ReasoningShape | None = None,
-                    stops: tuple[str, ...] = ()) -> PromptedFormat:
+                    stops: tuple[str, ...] = (), thinking: bool | None = None) -> PromptedFormat:
     if style not in STYLES:
         raise InputError(f"style {style!r} is none of {', '.join(STYLES)}")
     listed = declared_tools(tools)
     return PromptedFormat(style, tool_choice, listed, chosen_tools(listed, tool_choice),
-                          tool_choice in ("auto", "none"), parallel and style == "fenced", reasoning, stops)
+                          tool_choice in ("auto", "none"), parallel and style == "fenced", reasoning, stops, thinking)
+
+
+# --------------------------------------------------------------------------- as an output shape
+
+_CALL_LAYOUT = JsonLayout(name_path=(TOOL_KEY,), name_is_key=False, arguments_path=(ARGUMENTS_KEY,),
+                          arguments_encoding="object", id_path=None, index_path=None, index_base=0, constants=(),
+                          key_order=(TOOL_KEY, ARGUMENTS_KEY))
+
+
+def prompted_shape(fmt: PromptedFormat) -> OutputShape:
+    """What a reply in the format looks like, for the parser and the grammar. Style "json": one JSON
+    object, a call or the answer object; every JSON object in a reply is read as one of them (or
+    reported as not a reply). Style "fenced": prose, and calls in ```tool_call blocks."""
+    if fmt.style == "json":
+        calls = calls_shape((), (), None, (JsonCallObject(_CALL_LAYOUT),), trigger=Trigger(pattern=r'\{\s*"'),
+                            stops=fmt.stops)
+        return output_shape(f"prompted {fmt.style}", reasoning=fmt.reasoning, calls=calls, stops=fmt.stops,
+                            answer_key=ANSWER_KEY)
+    block = (Marker(FENCE_OPEN, trail="\n"), JsonCallObject(_CALL_LAYOUT), Marker(FENCE_CLOSE, lead="\n"))
+    calls = calls_shape((), (), () if fmt.parallel else None, block, stops=fmt.stops)
+    return output_shape(f"prompted {fmt.style}", reasoning=fmt.reasoning, calls=calls, stops=fmt.stops)
+
+
+def response_format(fmt: PromptedFormat) -> dict[str, Any] | None:
+    """An OpenAI ``response_format`` that allows the same replies as the grammar (style "json" only: a
+    fenced reply mixes prose and JSON, which no JSON schema describes)."""
+    if fmt.style != "json":
+        return None
+    options = [{"type": "object",
+                "properties": {TOOL_KEY: {"const": tool.name}, ARGUMENTS_KEY: tool.arguments_schema},
+                "required": [TOOL_KEY, ARGUMENTS_KEY], "additionalProperties": False}
+               for tool in fmt.callable]
+    if fmt.answers:
+        options.append({"type": "object", "properties": {ANSWER_KEY: {"type": "string"}},
+                        "required": [ANSWER_KEY], "additionalProperties": False})
+    return {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": {"oneOf": options}}}
 
 
 # --------------------------------------------------------------------------- how the prompt shows it

@@ -12,30 +12,34 @@ Nothing is lost: each character of output ends up in content, reasoning, a call,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
 
-import jsonschema
-import referencing
-import referencing.exceptions
+from .calls import ToolSchemas, generated_id
+from .match import NEED, CallMatch, CallMatcher, Mismatch, match_literal, skip_ws
+from .values import INCOMPLETE, INVALID, value_end
+from .message import Delta, Message, ParseError, apply
+from .shape import Markers, Name, OutputShape
 
-from analyzer.backends.parser.match import NEED, CallMatch, CallMatcher, Mismatch, match_literal, skip_ws
-from analyzer.backends.parser.message import Delta, Message, ParseError, apply
-from analyzer.lower import Literal, Name, OutputShape, split_markers
+_START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
+_FENCE = "```"
+# A markdown code fence opening a line: models wrap JSON in one where the format asks for bare JSON.
+_FENCE_OPENING = re.compile(r"```[\w-]*[ \t]*(?:\r?\n)?\s*")
+_PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once more text comes
 
-_START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING = range(7)
-_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
+class Stream:
+    """One parse in progress: feed model output with ``feed``, call ``finish`` at the end; both return
+    deltas, and ``message`` is the message so far."""
 
-class StreamParser:
-    """Feed model output with ``feed``; call ``finish`` at the end. Both return deltas."""
-
-    def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *, validate: bool = True):
+    def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *,
+                 thinking: bool | None = None, validate: bool = True):
         self.shape = shape
-        self.tools = tool_schemas(tools or [])
-        self.validate = validate and bool(tools)
+        self.tools = ToolSchemas(tools)
+        self.validate = validate and bool(self.tools)
+        # Whether the prompt opened reasoning depends on the request's enable_thinking.
+        self._opened_by_prompt = shape.reasoning is not None and shape.reasoning.opened_by_prompt(thinking)
         self._schemas_reported: set[str] = set()  # tools whose unusable schema is already reported
         self.message = Message()
         self._buf = ""
@@ -45,26 +49,27 @@ class StreamParser:
         self._held_reasoning_ws = ""
         self._scan_from = 0
         self._call_start = 0
-        self._calls = shape.calls
-        closers = []
-        if self._calls is not None:
-            for literal in (self._calls.separator or (), self._calls.section_close):
-                if literal:
-                    closers.append(literal[0].text)
-            if self._calls.call and hasattr(self._calls.call[0], "text"):
-                closers.append(self._calls.call[0].text)  # type: ignore[union-attr]
-        closers += list(shape.stops)
-        self._matcher = CallMatcher(self._calls.call, self.tools, tuple(closers)) if self._calls else None
-        self._alt_matcher = (CallMatcher(self._calls.no_arguments, self.tools, tuple(closers))
-                             if self._calls and self._calls.no_arguments else None)
-        last = self._calls.call[-1] if self._calls and self._calls.call else None
-        ender = getattr(last, "text", "")
-        # The character that completes a call: the last of its closing marker, else of a JSON value.
-        self._call_ender_last = ender[-1] if ender else ""
+        self._calls = calls = shape.calls
+        schemas = self.tools.schemas
+        self._matcher = CallMatcher(calls.call, schemas, calls.followers) if calls else None
+        self._alt_matcher = (CallMatcher(calls.no_arguments, schemas, calls.followers)
+                             if calls and calls.no_arguments else None)
+        # The text that ends a call, and its last character: a chunk without it cannot complete one.
+        self._call_ender = calls.ends_with if calls else ""
+        self._call_ender_last = self._call_ender[-1:]
+        self._call_opener = calls.opener[0].text if calls and calls.opener else ""
         # Calls that open with bare JSON have no marker to watch for, only this pattern (compiled once:
         # it is searched on every chunk).
         self._json_opener = (re.compile(self._calls.trigger.pattern)
                              if self._calls is not None and self._calls.trigger.pattern else None)
+        # An answer written as a JSON object ({"answer": "..."}): its text streams as content.
+        self._answer_opener = (re.compile(r'\{\s*"' + re.escape(shape.answer_key) + r'"\s*:\s*"')
+                               if shape.answer_key else None)
+        self._answer_at = 0  # where the answer's undecoded text starts in the buffer
+        self._answer_closed = -1  # where its closing quote is, once seen
+        # Bare JSON may come in a code fence, which is dropped around it.
+        self._fences = self._json_opener is not None or self._answer_opener is not None
+        self._fenced = False  # the call or answer being read opened a fence
         self._watch = self._content_markers()
         self._longest = max((len(w) for w in self._watch), default=1)
 
@@ -83,6 +88,12 @@ class StreamParser:
         deltas = self._run(final=True)
         return deltas
 
+    def report(self, error: ParseError) -> list[Delta]:
+        """An error found outside the parse (input that is not UTF-8), added to the message."""
+        deltas: list[Delta] = []
+        self._error(deltas, error)
+        return deltas
+
     # ------------------------------------------------------------------ machinery
 
     def _content_markers(self) -> list[str]:
@@ -93,9 +104,8 @@ class StreamParser:
         if self._calls is not None:
             if self._calls.trigger.word:
                 watch.append(self._calls.trigger.word)
-            first = self._calls.call[0] if self._calls.call else None
-            if first is not None and hasattr(first, "text") and first.text not in watch:
-                watch.append(first.text)  # a call without its section opener
+            if self._call_opener:
+                watch.append(self._call_opener)  # a call without its section opener
         for literal in (shape.content_open, shape.content_close):
             if literal:
                 watch.append(literal[0].text)
@@ -103,6 +113,8 @@ class StreamParser:
             # A closer some templates write after content (not a bare "]", which is only JSON syntax).
             watch.append(self._calls.section_close[0].text)
         watch += [s for s in shape.stops if s]
+        if self._fences:
+            watch.append(_FENCE)
         return [w for w in dict.fromkeys(watch) if w]
 
     def _emit(self, deltas: list[Delta], delta: Delta) -> None:
@@ -149,6 +161,8 @@ class StreamParser:
                 self._after_call(deltas, final)
             elif self._state == _AFTER_REASONING:
                 self._after_reasoning(final)
+            elif self._state == _ANSWER:
+                self._answer(deltas, final)
             if (self._state, len(self._buf)) == before:
                 break
         return deltas
@@ -157,7 +171,7 @@ class StreamParser:
 
     def _start(self, deltas: list[Delta], final: bool) -> None:
         shape = self.shape
-        if shape.reasoning and shape.reasoning.forced_open:
+        if self._opened_by_prompt:
             # The prompt opened reasoning; what history writes first closes it (an empty block).
             self._state = _REASONING
             return
@@ -169,10 +183,9 @@ class StreamParser:
             if isinstance(step, int):
                 self._consume(step)
                 buf = self._buf
-        if self._calls is not None and self._calls.trigger.at_start and self._calls.call \
-                and isinstance(self._calls.call[0], Name):
+        if self._calls is not None and self._calls.trigger.tool_name:
             head = skip_ws(buf, 0)
-            names = list(self.tools) or []
+            names = self.tools.names()
             if any(buf.startswith(name, head) for name in names):
                 self._call_start = head
                 self._state = _CALL
@@ -242,8 +255,7 @@ class StreamParser:
             return None
         word = calls.trigger.word
         start = self._scan_from
-        last = calls.call[-1] if calls.call else None
-        ender = getattr(last, "text", None)
+        ender = self._call_ender
         if ender and not final and self._buf.find(ender, start) == -1 and self._buf.find(word, start) != -1:
             return NEED  # a call may be under way: wait for the text that ends one before matching
         while True:
@@ -268,9 +280,10 @@ class StreamParser:
         body = text.rstrip()
         tail = text[len(body):]
         if body:
+            held = self._held_reasoning_ws
             if not self.message.reasoning_content:
-                body = body.lstrip()
-            self._emit(deltas, Delta(reasoning_content=self._held_reasoning_ws + body))
+                body, held = body.lstrip(), ""  # whitespace before the first text is the open marker's
+            self._emit(deltas, Delta(reasoning_content=held + body))
             self._held_reasoning_ws = tail
         else:
             self._held_reasoning_ws += tail
@@ -284,20 +297,14 @@ class StreamParser:
             words.append(self._calls.trigger.word)
         if shape.content_open:
             words.append(shape.content_open[0].text)
-        if shape.reasoning is not None:
-            close = "".join(m.text for m in shape.reasoning.close)
-            prefix = "".join(m.text for m in shape.prefix)
-            if close and prefix.startswith(close) and len(prefix) > len(close):
-                words.append(split_markers(prefix[len(close):])[0].text)
+        if shape.reasoning is not None and shape.reasoning.after:
+            words.append(shape.reasoning.after[0].text)
         return words
 
     def _after_reasoning(self, final: bool) -> None:
         """What every turn starts with, after a reasoning block (``<|open|>response<|sep|>``)."""
-        shape = self.shape
-        assert shape.reasoning is not None
-        close = "".join(m.text for m in shape.reasoning.close)
-        prefix = "".join(m.text for m in shape.prefix)
-        rest = tuple(split_markers(prefix[len(close):])) if close and prefix.startswith(close) else ()
+        assert self.shape.reasoning is not None
+        rest = self.shape.reasoning.after
         if rest:
             step = match_literal(self._buf, 0, rest, final)
             if step is NEED:
@@ -312,6 +319,18 @@ class StreamParser:
         json_at = self._json_trigger(buf)
         if json_at is not None and (found is None or json_at < found[0]):
             found = (json_at, "")
+        answer_at = self._answer_trigger(buf)
+        if answer_at is not None and (found is None or answer_at <= found[0]):
+            self._emit_content(deltas, buf[:answer_at])
+            self._consume(answer_at)
+            self._open_answer()
+            return
+        if (not final and json_at is not None and found == (json_at, "") and self._answer_opener is not None
+                and _may_open_member(buf[json_at:], self.shape.answer_key)):
+            # An object that opens like a call may still turn out to be the answer: wait and see.
+            self._emit_content(deltas, buf[:json_at])
+            self._consume(json_at)
+            return
         if found is None:
             keep = 0 if final else _partial_suffix(buf, self._watch)
             json_pending = not final and self._json_trigger_pending(buf)
@@ -350,6 +369,12 @@ class StreamParser:
         if calls is not None and word == "":
             self._call_start, self._state = 0, _CALL
             return
+        if word == _FENCE and self._fences:
+            fence = self._fence(final)
+            if fence is NEED:
+                return
+            if fence:
+                return
         if shape.reasoning and word == shape.reasoning.open[0].text:
             step = match_literal(buf, 0, shape.reasoning.open, final)
             if step is NEED:
@@ -364,7 +389,6 @@ class StreamParser:
                 return
             if isinstance(step, int):
                 self._consume(step)
-                self._held_ws = ""
                 self._state = _SECTION
                 return
         if word in shape.stops and not buf[len(word):].strip():
@@ -373,8 +397,7 @@ class StreamParser:
             if final:
                 self._consume(len(buf))
             return
-        if calls is not None and calls.call and getattr(calls.call[0], "text", None) == word:
-            self._held_ws = ""
+        if calls is not None and self._call_opener == word:
             self._call_start = 0
             self._state = _CALL
             return
@@ -404,10 +427,114 @@ class StreamParser:
         return m.start() if m else None
 
     def _json_trigger_pending(self, buf: str) -> bool:
-        if self._json_opener is None:
-            return False
+        """Whether the last "{" may still open a bare JSON call or an answer object."""
         at = buf.rfind("{")
-        return at != -1 and len(buf) - at < 32 and '"' not in buf[at + 1:].strip()[1:]
+        if at == -1 or len(buf) - at > _PENDING_OPENER:
+            return False
+        if self._json_opener is not None and '"' not in buf[at + 1:].strip()[1:]:
+            return True
+        return self._answer_opener is not None and _may_open_member(buf[at:], self.shape.answer_key)
+
+    def _answer_trigger(self, buf: str) -> int | None:
+        if self._answer_opener is None:
+            return None
+        m = self._answer_opener.search(buf, self._scan_from)
+        return m.start() if m else None
+
+    def _fence(self, final: bool):
+        """The buffer starts with a code fence: when a bare JSON call or an answer object follows it,
+        drop the fence and read that (True); NEED while that cannot be told yet; else False."""
+        buf = self._buf
+        m = _FENCE_OPENING.match(buf)
+        end = m.end() if m else len(_FENCE)
+        rest = buf[end:]
+        if not rest or (m and m.end() == len(buf)):
+            return False if final else NEED
+        opens_call = self._json_opener is not None and self._json_opener.match(buf, end) is not None
+        opens_answer = self._answer_opener is not None and self._answer_opener.match(buf, end) is not None
+        if opens_call and not opens_answer and not final and self._answer_opener is not None \
+                and _may_open_member(buf[end:], self.shape.answer_key):
+            return NEED  # an object that opens like a call may still turn out to be the answer
+        if opens_call or opens_answer:
+            self._consume(end)
+            self._fenced = True
+            if opens_answer:
+                self._open_answer()
+            else:
+                self._call_start, self._state = 0, _CALL
+            return True
+        if not final and rest.startswith("{") and self._json_trigger_pending(buf[end:]):
+            return NEED
+        return False
+
+    def _close_fence(self, final: bool):
+        """After a fenced call or answer: its closing fence, and the newline that ends its line; NEED
+        while the text may still be one."""
+        if not self._fenced:
+            return True
+        buf = self._buf
+        j = skip_ws(buf, 0)
+        if buf.startswith(_FENCE, j):
+            end = j + len(_FENCE)
+            if end == len(buf) and not final:
+                return NEED  # a longer fence, or the newline after it, may follow
+            if buf.startswith("\r\n", end):
+                end += 2
+            elif buf.startswith("\n", end):
+                end += 1
+            self._consume(end)
+        elif not final and (j == len(buf) or _FENCE.startswith(buf[j:])):
+            return NEED
+        self._fenced = False
+        return True
+
+    # ------------------------------------------------------------------ an answer object
+
+    def _open_answer(self) -> None:
+        m = self._answer_opener.match(self._buf)  # type: ignore[union-attr]
+        assert m is not None
+        self._answer_at = m.end()
+        self._answer_closed = -1
+        self._state = _ANSWER
+
+    def _answer(self, deltas: list[Delta], final: bool) -> None:
+        """Inside ``{"answer": "...``: the string's text goes out as content as it arrives; the object
+        must close right after it, else what follows is reported with the object's text."""
+        buf = self._buf
+        if self._answer_closed < 0:
+            closed, safe = _string_body(buf, self._answer_at)
+            end = closed if closed >= 0 else (len(buf) if final else safe)
+            if end > self._answer_at:
+                self._emit_content(deltas, _json_string_text(buf[self._answer_at:end]))
+                self._answer_at = end
+            if closed < 0:
+                if final:
+                    self._error(deltas, ParseError("unterminated_call", "the output ends inside the answer object",
+                                                   buf))
+                    self._leave_answer(len(buf))
+                return
+            self._answer_closed = closed
+        j = skip_ws(buf, self._answer_closed + 1)
+        if j == len(buf) and not final:
+            return
+        if buf.startswith("}", j):
+            self._leave_answer(j + 1)
+            return
+        end = value_end(buf, 0)
+        if end < 0:
+            if final or end == INVALID:
+                self._error(deltas, ParseError("unterminated_call" if end == INCOMPLETE else "malformed_call",
+                                               "the answer object is not closed", buf))
+                self._leave_answer(len(buf))
+            return
+        self._error(deltas, ParseError("malformed_call", f"the answer object holds more than {self.shape.answer_key!r}",
+                                       buf[:end]))
+        self._leave_answer(end)
+
+    def _leave_answer(self, end: int) -> None:
+        self._consume(end)
+        self._answer_at, self._answer_closed = 0, -1
+        self._state = _AFTER_CALL
 
     def _section(self, deltas: list[Delta], final: bool) -> None:
         # Right after the section opener: a call, or (an empty section) its closer.
@@ -418,7 +545,6 @@ class StreamParser:
             step = match_literal(self._buf, 0, calls.section_close, final)
             if isinstance(step, int):
                 self._consume(step)
-                self._content_started = False
                 self._state = _CONTENT
                 return
         if j == len(self._buf) and not final:
@@ -445,7 +571,9 @@ class StreamParser:
                 self._state = _CONTENT
             return
         if isinstance(outcome, Mismatch):
-            self._malformed(deltas, outcome.reason, final)
+            # In a format whose every reply is a JSON object, an object that is no call is no reply.
+            kind = outcome.kind if self.shape.answer_key else "malformed_call"
+            self._malformed(deltas, outcome.reason, final, kind)
             return
         assert isinstance(outcome, CallMatch)
         self._emit_call(deltas, outcome)
@@ -454,8 +582,7 @@ class StreamParser:
 
     def _could_be_complete(self) -> bool:
         """Cheap test before a full match: the text that ends a call has arrived."""
-        last = self._calls.call[-1] if self._calls and self._calls.call else None
-        text = getattr(last, "text", None)
+        text = self._call_ender
         if text:
             found = self._buf.find(text, max(self._call_start, self._scan_from))
             self._scan_from = max(self._call_start, len(self._buf) - len(text))
@@ -464,8 +591,12 @@ class StreamParser:
             self._buf[-1:] in "}])\"\n"
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
+        if self._close_fence(final) is NEED:
+            return
         calls = self._calls
-        assert calls is not None
+        if calls is None:  # after an answer object, in a shape without calls
+            self._state = _CONTENT
+            return
         buf = self._buf
         j = skip_ws(buf, 0)
         if j == len(buf) and not final:
@@ -485,8 +616,7 @@ class StreamParser:
                     self._call_start = 0
                     self._state = _CALL
                     return
-                first = calls.call[0] if calls.call else None
-                if separator and hasattr(first, "text") and buf.startswith(first.text, skip_ws(buf, step)):
+                if separator and self._call_opener and buf.startswith(self._call_opener, skip_ws(buf, step)):
                     self._consume(step)  # a call that will turn out malformed: reported as such
                     self._call_start = 0
                     self._state = _CALL
@@ -498,7 +628,6 @@ class StreamParser:
                 return
             if isinstance(step, int):
                 self._consume(step)
-        self._content_started = False
         self._state = _CONTENT
 
     def _opens_call(self, buf: str, i: int, final: bool):
@@ -506,17 +635,12 @@ class StreamParser:
         name, or a JSON object's first key), so that waiting for the next call costs nothing per chunk."""
         assert self._calls is not None
         j = skip_ws(buf, i)
-        lead = []
-        for part in self._calls.call:
-            if not hasattr(part, "text"):
-                break
-            lead.append(part)
-        if lead:
-            step = match_literal(buf, j, tuple(lead), final)
+        if self._calls.opener:
+            step = match_literal(buf, j, self._calls.opener, final)
             return NEED if step is NEED else isinstance(step, int)
         first = self._calls.call[0] if self._calls.call else None
         if isinstance(first, Name):
-            names = list(self.tools)
+            names = self.tools.names()
             rest = buf[j:j + 64]
             if any(rest.startswith(name) for name in names):
                 return True
@@ -544,36 +668,94 @@ class StreamParser:
         self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=match.name))
         self._emit(deltas, Delta(call_index=index, arguments=text))
         if self.validate:
-            for problem in validate_call(self.tools, match.name, arguments, index, self._schemas_reported):
+            for problem in self.tools.check(match.name, arguments, index, self._schemas_reported):
                 self._error(deltas, problem)
 
-    def _malformed(self, deltas: list[Delta], reason: str, final: bool) -> None:
-        """Text that starts like a call but is not one: reported with its text, up to where calls end."""
+    def _malformed(self, deltas: list[Delta], reason: str, final: bool, kind: str = "malformed_call") -> None:
+        """Text that starts like a call but is not one: reported with its text, up to where calls end.
+        Content goes on after it, with the whitespace the model wrote."""
         calls = self._calls
         assert calls is not None
         ends = [literal[0].text for literal in (calls.section_close,) if literal]
-        last = calls.call[-1] if calls.call else None
-        if hasattr(last, "text"):
-            ends.append(last.text)  # type: ignore[union-attr]
+        if self._call_ender:
+            ends.append(self._call_ender)
+        # A call's end is looked for past its opener, which may begin with the same text (``` fences).
+        start = self._call_start
+        if self._call_opener and self._buf.startswith(self._call_opener, start):
+            start += len(self._call_opener)
         cut = None
         for end in ends:
-            at = self._buf.find(end, self._call_start)
+            at = self._buf.find(end, start)
             if at != -1:
                 cut = at + len(end) if cut is None else min(cut, at + len(end))
         if cut is None:
             if not final:
                 return
             cut = len(self._buf)
-        self._error(deltas, ParseError("malformed_call", reason, self._buf[:cut]))
+        self._error(deltas, ParseError(kind, reason, self._buf[:cut]))
         self._consume(cut)
-        self._content_started = False
         self._state = _CONTENT
 
     def _error(self, deltas: list[Delta], error: ParseError) -> None:
         self._emit(deltas, Delta(error=error))
 
 
-def _match_closer(buf: str, literal: Literal, final: bool):
+def _may_open_member(tail: str, key: str) -> bool:
+    """Whether ``tail`` (from a "{") may still become the opening of ``{"key": "``."""
+    rest = tail[1:].lstrip()
+    quoted = '"' + key + '"'
+    if len(rest) <= len(quoted):
+        return quoted.startswith(rest)
+    if not rest.startswith(quoted):
+        return False
+    rest = rest[len(quoted):].lstrip()
+    return not rest or (rest[0] == ":" and not rest[1:].strip())
+
+
+def _string_body(text: str, start: int) -> tuple[int, int]:
+    """In a JSON string whose text starts at ``start``: where its closing quote is (-1 when not yet),
+    and up to where its text can be decoded now (not into an escape or a surrogate pair cut short)."""
+    i = safe = start
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            return i, i
+        if ch == "\\":
+            if i + 1 >= len(text):
+                break
+            if text[i + 1] == "u":
+                if i + 6 > len(text):
+                    break
+                high = 0xD800 <= _hex_value(text[i + 2:i + 6]) <= 0xDBFF
+                if high and i + 12 > len(text):
+                    break  # the low half of the pair is still to come
+                i += 12 if high and text.startswith("\\u", i + 6) else 6
+            else:
+                i += 2
+        else:
+            i += 1
+        safe = i
+    return -1, safe
+
+
+def _hex_value(code: str) -> int:
+    try:
+        return int(code, 16)
+    except ValueError:
+        return -1
+
+
+def _json_string_text(body: str) -> str:
+    """The text of a JSON string's body; what does not decode is kept as written, and a surrogate
+    without its pair becomes U+FFFD, so the message stays valid UTF-8."""
+    try:
+        text = json.loads('"' + body + '"', strict=False)
+    except ValueError:
+        text = body
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _match_closer(buf: str, literal: Markers, final: bool):
     """A closing literal, or the part of it the output has before it ends: a model stops on the
     turn's end token, which templates sometimes write as part of the closer."""
     step = match_literal(buf, 0, literal, final)
@@ -615,146 +797,22 @@ def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
     return best
 
 
-def tool_schemas(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    schemas: dict[str, dict[str, Any]] = {}
-    for tool in tools:
-        function = tool.get("function", tool) if isinstance(tool, dict) else {}
-        name = function.get("name") if isinstance(function, dict) else None
-        if isinstance(name, str):
-            parameters = function.get("parameters") or {"type": "object", "properties": {}}
-            schemas[name] = parameters if isinstance(parameters, dict) else {}
-    return schemas
+class Parser:
+    """A parser for one output shape and a set of tools (to validate calls and to type key/value
+    arguments). ``thinking``: the ``enable_thinking`` the prompt was rendered with (None: the
+    template's default), which decides whether the prompt opened a reasoning block."""
 
+    def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *,
+                 thinking: bool | None = None) -> None:
+        self.shape = shape
+        self.tools = tools or []
+        self.thinking = thinking
 
-def validate_call(tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, Any], index: int,
-                  reported: set[str] | None = None) -> list[ParseError]:
-    """What is wrong with one call: an undeclared tool, unknown arguments, arguments the tool's schema
-    refuses. A tool whose schema cannot be used is reported instead, once per tool in ``reported``."""
-    if name not in tools:
-        return [ParseError("unknown_tool", f"call {index}: {name!r} is not a declared tool", call_index=index)]
-    schema = tools[name]
-    checked = _schema_problems(schema, name, arguments, index)
-    unusable = [problem for problem in checked if problem.kind == "invalid_schema"]
-    if unusable:
-        if reported is not None:
-            if name in reported:
-                return []
-            reported.add(name)
-        return unusable[:1]
-    problems = []
-    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    for key in arguments:
-        if isinstance(properties, dict) and properties and key not in properties:
-            problems.append(ParseError("unknown_argument", f"call {index} to {name}: unknown argument {key!r}",
-                                       call_index=index))
-    return problems + checked
+    def stream(self) -> Stream:
+        return Stream(self.shape, self.tools, thinking=self.thinking)
 
-
-def _refuse_retrieval(uri: str) -> referencing.Resource:
-    # A tool's schema is untrusted input: a reference never makes us read a file or open a connection.
-    raise referencing.exceptions.NoSuchResource(ref=uri)
-
-
-# The only documents a reference can reach: the tool's own schema (and the metaschemas jsonschema
-# ships). Every other URI is refused without being opened.
-_NOTHING_REMOTE = referencing.Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
-
-
-def unusable_schema(schema: Any) -> str:
-    """Why a tool's parameter schema cannot check arguments ("" when it can): it is not a valid JSON
-    schema, or a ``$ref`` in it leaves the tool's own schema or points to nothing there."""
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return f"schema is not valid: {exc.message}"
-    for ref in _references(schema):
-        if not ref.startswith("#"):
-            return f"$ref {ref!r} points outside the tool's own schema, which is not followed"
-        if _pointed_to(schema, ref[1:]) is _NOWHERE:
-            return f"$ref {ref!r} points to nothing in the tool's schema"
-    return ""
-
-
-def _references(schema: Any) -> list[str]:
-    found: list[str] = []
-    pending = [schema]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            for key in ("$ref", "$dynamicRef"):
-                if isinstance(node.get(key), str):
-                    found.append(node[key])
-            pending.extend(node.values())
-        elif isinstance(node, list):
-            pending.extend(node)
-    return found
-
-
-_NOWHERE = object()
-
-
-def _pointed_to(document: Any, fragment: str) -> Any:
-    """The part of ``document`` a JSON pointer fragment names (``/$defs/a``), or ``_NOWHERE``. A plain
-    name (an ``$anchor``) counts as found when some subschema declares it."""
-    if fragment and not fragment.startswith("/"):
-        anchors = {node.get(key) for node in _subschemas(document) for key in ("$anchor", "$dynamicAnchor")}
-        return document if fragment in anchors else _NOWHERE
-    node = document
-    for token in fragment.split("/")[1:] if fragment else ():
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return _NOWHERE
-    return node
-
-
-def _subschemas(schema: Any) -> list[dict[str, Any]]:
-    found, pending = [], [schema]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            found.append(node)
-            pending.extend(node.values())
-        elif isinstance(node, list):
-            pending.extend(node)
-    return found
-
-
-def _schema_problems(schema: dict[str, Any], name: str, arguments: dict[str, Any], index: int) -> list[ParseError]:
-    """What the tool's JSON schema says about the arguments (the generated standalone parser swaps this
-    one function for a built-in checker, since it may not use jsonschema)."""
-    unusable = unusable_schema(schema)
-    if unusable:
-        return [ParseError("invalid_schema", f"tool {name}: {unusable}", call_index=index)]
-    problems = []
-    try:
-        validator = jsonschema.Draft202012Validator(schema, registry=_NOTHING_REMOTE)
-        for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
-            if error.validator == "additionalProperties":
-                continue  # reported as unknown arguments, one by one
-            where = "/".join(str(p) for p in error.path) or "arguments"
-            problems.append(ParseError("invalid_arguments", f"call {index} to {name}: {where}: {error.message}",
-                                       call_index=index))
-    except (jsonschema.SchemaError, referencing.exceptions.Unresolvable) as exc:
-        # unusable_schema() has ruled these out; kept so that a case it misses is reported, not raised.
-        problems.append(ParseError("invalid_schema", f"tool {name}: schema cannot be used: {exc}",
-                                   call_index=index))
-    return problems
-
-
-def generated_id(form: str, index: int, name: str, text: str) -> str:
-    """An id in the form the template accepts, derived from the call's own text: distinct calls get
-    distinct ids, and batch and stream agree."""
-    digest = hashlib.sha256(f"{index}:{name}:{text}".encode()).digest()
-    letters = "".join(_ID_ALPHABET[b % len(_ID_ALPHABET)] for b in digest)
-    return letters[:9] if form == "alnum9" else "call_" + letters[:24]
-
-
-def parse(shape: OutputShape, text: str, tools: list[dict[str, Any]] | None = None) -> Message:
-    parser = StreamParser(shape, tools)
-    parser.feed(text)
-    parser.finish()
-    return parser.message
+    def parse(self, text: str) -> Message:
+        stream = self.stream()
+        stream.feed(text)
+        stream.finish()
+        return stream.message

@@ -13,13 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from analyzer.backends.parser.values import (
-    INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, decode_notation, value_end,
-)
-from analyzer.description import ArgumentForm, Field, Text
-from analyzer.lower import (
-    CallId, Index, JsonArgs, JsonCallObject, KeyValueArgs, Literal, Marker, Name, Part, split_markers,
-)
+from .shape import ArgKey, ArgumentForm, ArgValue, CallId, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs
+from .shape import Marker, Markers, Name, Part, id_pattern
+from .values import INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, decode_notation, value_end
 
 
 class _Need:
@@ -33,13 +29,19 @@ NEED = _Need()
 @dataclass(frozen=True, slots=True)
 class Mismatch:
     reason: str
+    kind: str = "malformed_call"  # "not_a_reply": a JSON object without a function name
 
 
 Step = Union[int, _Need, Mismatch]
-_NAME = re.compile(r"[A-Za-z0-9_\-.]+")
-_ALNUM9 = re.compile(r"[A-Za-z0-9]{9}")
-_DIGITS = re.compile(r"\d+")
-_TOKEN = re.compile(r"[^\s<>\[\]\"']+")
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_\-.]+")
+_INDEX_DIGITS = re.compile(r"\d+")
+_ID_PATTERNS: dict[IdForm, re.Pattern[str]] = {}
+
+
+def _id_regex(form: IdForm) -> re.Pattern[str]:
+    if form not in _ID_PATTERNS:
+        _ID_PATTERNS[form] = re.compile(id_pattern(form))
+    return _ID_PATTERNS[form]
 
 
 def skip_ws(text: str, i: int) -> int:
@@ -48,7 +50,7 @@ def skip_ws(text: str, i: int) -> int:
     return i
 
 
-def match_literal(text: str, i: int, literal: Literal, final: bool) -> Step:
+def match_literal(text: str, i: int, literal: Markers, final: bool) -> Step:
     for marker in literal:
         j = skip_ws(text, i)
         if text.startswith(marker.text, j):
@@ -125,7 +127,7 @@ class CallMatcher:
                     return NEED  # the name may go on
                 result.name = name
                 return end
-        m = _NAME.match(text, i)
+        m = _NAME_CHARS.match(text, i)
         if m is None:
             return NEED if (i == len(text) and not final) else Mismatch("expected a function name")
         if m.end() == len(text) and not final:
@@ -136,8 +138,7 @@ class CallMatcher:
 
     def call_id(self, part: CallId, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
         i = skip_ws(text, i)
-        pattern = _ALNUM9 if part.form == "alnum9" else _TOKEN
-        m = pattern.match(text, i)
+        m = _id_regex(part.form).match(text, i)
         if m is None or (m.end() == len(text) and not final):
             return NEED if not final and len(text) - i < 9 + 64 else Mismatch("expected a call id")
         value = _before_following(m.group(), following)
@@ -146,7 +147,7 @@ class CallMatcher:
 
     def index(self, part: Index, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
         i = skip_ws(text, i)
-        m = _DIGITS.match(text, i)
+        m = _INDEX_DIGITS.match(text, i)
         if m is None:
             return NEED if (i == len(text) and not final) else Mismatch("expected a call index")
         if m.end() == len(text) and not final:
@@ -193,7 +194,7 @@ class CallMatcher:
                 if isinstance(found, (str, int)):
                     result.call_id = str(found)
         if not isinstance(name, str):
-            return Mismatch("the call has no function name")
+            return Mismatch("the object has no function name", "not_a_reply")
         if arguments is None:
             arguments = {}
         if isinstance(arguments, str):
@@ -213,7 +214,7 @@ class CallMatcher:
         properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
         arguments: dict[str, Any] = {}
         forms = _distinct_forms(part.forms)
-        separator = split_markers(part.separator)
+        separator = part.separator
         while True:
             j = skip_ws(text, i)
             if any(tail and text.startswith(tail, j) for tail in following):
@@ -298,49 +299,48 @@ def _get(obj: Any, path: tuple[str, ...]) -> Any:
 
 
 def _distinct_forms(forms: tuple[ArgumentForm, ...]) -> list[list[ArgumentForm]]:
-    """Forms grouped by pattern: types written alike are told apart by their value."""
+    """Forms grouped by their parts: types written alike are told apart by their value."""
     groups: dict[tuple, list[ArgumentForm]] = {}
     for form in forms:
-        groups.setdefault(form.pattern, []).append(form)
-    # Patterns with more literal text first: a typed marker (string="true") must win over a bare one.
-    return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].pattern if isinstance(p, Text)))
+        groups.setdefault(form.parts, []).append(form)
+    # Forms with more literal text first: a typed marker (string="true") must win over a bare one.
+    return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
 
 
 def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, properties: dict[str, Any],
                 escaping: str, following: tuple[str, ...], wrapper: tuple[str, str] = ("", ""),
                 quotes: tuple[str, str] = ("", "")) -> tuple[int, str, Any] | _Need | Mismatch:
-    """One argument written in one of the group's (shared) patterns: (end, name, value)."""
-    pattern = group[0].pattern
+    """One argument written in one of the group's (shared) forms: (end, name, value)."""
+    parts = group[0].parts
     key: str | None = None
     raw_value: str | None = None
     value_syntax = "raw"
-    for k, part in enumerate(pattern):
-        if isinstance(part, Text):
-            literal = tuple(split_markers(part.text))
-            if not literal:
-                continue
-            step = match_literal(text, i, literal, final)
+    for k, part in enumerate(parts):
+        if isinstance(part, Marker):
+            if not part.text:
+                continue  # whitespace alone: the value's or the key's own, trimmed below
+            step = match_literal(text, i, (part,), final)
             if not isinstance(step, int):
                 return step
             i = step
-        elif part.name == "key":
-            m = _NAME.match(text, i)
+        elif isinstance(part, ArgKey):
+            m = _NAME_CHARS.match(text, i)
             if m is None:
                 return NEED if (i == len(text) and not final) else Mismatch("expected an argument name")
             if m.end() == len(text) and not final:
                 return NEED
             key = m.group()
-            nxt = _next_text(pattern, k)
-            if nxt:
-                cut = key.find(nxt.strip()[:1]) if nxt.strip() else -1
+            after = _markers_after(parts, k)
+            if after and after[0].text:
+                cut = key.find(after[0].text[0])
                 if cut > 0:
                     key = key[:cut]
             i += len(key)
-        elif part.name == "value":
-            nxt = _next_text(pattern, k)
+        elif isinstance(part, ArgValue):
+            after = _markers_after(parts, k)
+            stop = _spelled(after).strip()
             syntaxes = {form.syntax for form in group}
-            if nxt and nxt.strip() and ("raw" in syntaxes or "unknown" in syntaxes):
-                stop = nxt.strip()
+            if stop and ("raw" in syntaxes or "unknown" in syntaxes):
                 at = text.find(stop, i)
                 # A value never runs past the end of its call.
                 ends = [e for e in (text.find(t, i) for t in following if t) if e != -1]
@@ -350,7 +350,7 @@ def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, prope
                     if ends:
                         return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                     return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
-                raw_value = _trim_written_whitespace(text[i:at], _prev_text(pattern, k), nxt)
+                raw_value = _trim_written_whitespace(text[i:at], _markers_before(parts, k), after)
                 value_syntax = "raw"
                 i = at
             else:
@@ -360,7 +360,7 @@ def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, prope
                     return NEED if not final else Mismatch("argument value ends early")
                 if end == INVALID:
                     # A raw value ended by what follows the whole argument.
-                    stops = [t for t in ((nxt.strip(),) if nxt and nxt.strip() else following) if t]
+                    stops = [t for t in ((stop,) if stop else following) if t]
                     ats = [text.find(t, j) for t in stops]
                     ats = [a for a in ats if a != -1]
                     if not ats:
@@ -399,29 +399,36 @@ def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, prope
     return i, key, value
 
 
-def _next_text(pattern: tuple, k: int) -> str:
-    for part in pattern[k + 1:]:
-        if isinstance(part, Text):
-            return part.text
-        if isinstance(part, Field):
-            return ""
-    return ""
+def _markers_after(parts: tuple, k: int) -> Markers:
+    """The markers right after part ``k``, up to the next key or value."""
+    found = []
+    for part in parts[k + 1:]:
+        if not isinstance(part, Marker):
+            break
+        found.append(part)
+    return tuple(found)
 
 
-def _prev_text(pattern: tuple, k: int) -> str:
-    for part in reversed(pattern[:k]):
-        if isinstance(part, Text):
-            return part.text
-        if isinstance(part, Field):
-            return ""
-    return ""
+def _markers_before(parts: tuple, k: int) -> Markers:
+    found = []
+    for part in reversed(parts[:k]):
+        if not isinstance(part, Marker):
+            break
+        found.insert(0, part)
+    return tuple(found)
 
 
-def _trim_written_whitespace(value: str, before: str, after: str) -> str:
+def _spelled(markers: Markers) -> str:
+    """The text markers split from, with the whitespace the template wrote."""
+    return markers[0].lead + "".join(marker.text + marker.trail for marker in markers) if markers else ""
+
+
+def _trim_written_whitespace(value: str, before: Markers, after: Markers) -> str:
     """Remove exactly the whitespace the template writes around a raw value, and no more: a value's
     own trailing newline must survive."""
-    lead = before[len(before.rstrip()):]
-    trail = after[:len(after) - len(after.lstrip())]
+    written_before, written_after = _spelled(before), _spelled(after)
+    lead = written_before[len(written_before.rstrip()):]
+    trail = written_after[:len(written_after) - len(written_after.lstrip())]
     if lead and value.startswith(lead):
         value = value[len(lead):]
     if trail and value.endswith(trail):

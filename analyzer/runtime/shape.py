@@ -1,0 +1,307 @@
+"""The output shape: what a model writes after the generation prompt, as data.
+
+``analyzer.lower`` makes it from a format description; the parser (``stream.py``, ``match.py``) and
+the grammar (``analyzer.backends.gbnf``) read it and derive nothing more from the description, so
+the two agree on what a call looks like. It is complete: every marker is split into ``Marker``s
+with the whitespace the template wrote around them, every argument form into parts, every trigger
+and every text that may follow a call is spelled out. It serialises to plain JSON
+(``shape_to_dict``/``shape_from_dict``), which is how a generated parser module carries it.
+
+Call ids are data too: ``ID_FORMS`` names each id shape a template may insist on, with the
+characters it is made of, its length, how we generate one and two examples to probe templates with.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar, Union
+
+from .nodes import NodeError, node_from_dict, node_to_dict
+
+SHAPE_VERSION = 1
+
+
+# --------------------------------------------------------------------------- text and ids
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """Literal text. ``lead``/``trail``: the whitespace the template wrote before/after it, where a
+    model may write other whitespace; ``text`` itself holds none at its ends. An empty ``text``
+    stands for whitespace alone (between two fields)."""
+
+    kind: ClassVar[str] = "marker"
+    text: str
+    lead: str = ""
+    trail: str = ""
+
+    @property
+    def written(self) -> str:
+        return self.lead + self.text + self.trail
+
+
+Markers = tuple[Marker, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IdForm:
+    """A shape of call id. An id is ``min_length`` to ``max_length`` (0: no limit) characters from
+    ``chars``, or from any but ``chars`` when ``excluded``; ids we make are ``prefix`` and
+    ``generated_length`` letters and digits."""
+
+    kind: ClassVar[str] = "id_form"
+    name: str
+    chars: str
+    excluded: bool
+    min_length: int
+    max_length: int
+    prefix: str
+    generated_length: int
+    examples: tuple[str, str]  # two ids of this form, for the two calls of a probe conversation
+
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+ID_FORMS: dict[str, IdForm] = {form.name: form for form in (
+    # What OpenAI clients send: call_ and letters; a template that takes these takes any token.
+    IdForm("openai", " \t\n\r<>[]\"'", True, 1, 0, "call_", 24, ("call_Qz7Wk3Jx1abc", "call_Jm4Tp8Rb2xyz")),
+    # Mistral's templates insist on exactly nine letters and digits.
+    IdForm("alnum9", _ALNUM, False, 9, 9, "", 9, ("Qz7Wk3Jx1", "Jm4Tp8Rb2")),
+)}
+
+
+def id_pattern(form: IdForm) -> str:
+    """A regular expression for one id of ``form``."""
+    escaped = "".join("\\" + ch if ch in "\\]^-[" else ch for ch in form.chars)
+    chars = f"[{'^' if form.excluded else ''}{escaped}]".replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    count = f"{{{form.min_length},{form.max_length or ''}}}"
+    return chars + ("+" if count == "{1,}" else count)
+
+
+# --------------------------------------------------------------------------- call parts
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """The function name: one of the declared tools."""
+
+    kind: ClassVar[str] = "name"
+
+
+@dataclass(frozen=True, slots=True)
+class CallId:
+    kind: ClassVar[str] = "call_id"
+    form: IdForm
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """A number that counts calls, from ``base``."""
+
+    kind: ClassVar[str] = "index"
+    base: int
+
+
+@dataclass(frozen=True, slots=True)
+class JsonArgs:
+    """Arguments as one value: a JSON object, a JSON string holding one, or a Python dict."""
+
+    kind: ClassVar[str] = "json_args"
+    encoding: typing.Literal["object", "string", "python"]
+
+
+@dataclass(frozen=True, slots=True)
+class ArgKey:
+    """An argument's name, inside an argument form."""
+
+    kind: ClassVar[str] = "argument_key"
+
+
+@dataclass(frozen=True, slots=True)
+class ArgValue:
+    """An argument's value, inside an argument form; how it is written is the form's ``syntax``."""
+
+    kind: ClassVar[str] = "argument_value"
+
+
+ArgPart = Union[Marker, ArgKey, ArgValue]
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentForm:
+    """How one argument of a JSON type is written. ``syntax`` of the value: "raw" (as is, up to the
+    marker after it), "json", "python", or "unknown" (the renders did not tell)."""
+
+    kind: ClassVar[str] = "argument_form"
+    json_type: str
+    parts: tuple[ArgPart, ...]
+    syntax: typing.Literal["raw", "json", "python", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValueArgs:
+    """Arguments one by one, each by the form for its JSON type, ``separator`` between two."""
+
+    kind: ClassVar[str] = "key_value_args"
+    forms: tuple[ArgumentForm, ...]
+    separator: Markers  # () when nothing; one empty-text marker when only whitespace
+    string_escaping: typing.Literal["none", "json", "python"]
+    sorted_names: bool  # the template writes arguments sorted by name
+    string_wrapper: tuple[str, str]  # around strings with special characters (CDATA), else ("", "")
+    string_quotes: tuple[str, str]  # the template's own string quotes, for nested values in its notation
+
+
+@dataclass(frozen=True, slots=True)
+class JsonLayout:
+    """A call written as one JSON object. Paths are key paths from the object's root."""
+
+    kind: ClassVar[str] = "json_layout"
+    name_path: tuple[str, ...]  # () when the name is the object's only key
+    name_is_key: bool
+    arguments_path: tuple[str, ...]
+    arguments_encoding: typing.Literal["object", "string"]
+    id_path: tuple[str, ...] | None
+    index_path: tuple[str, ...] | None
+    index_base: int
+    constants: tuple[tuple[tuple[str, ...], str], ...]  # (path, JSON text) written the same in every call
+    key_order: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JsonCallObject:
+    kind: ClassVar[str] = "json_call_object"
+    layout: JsonLayout
+
+
+Part = Union[Marker, Name, CallId, Index, JsonArgs, KeyValueArgs, JsonCallObject]
+
+
+# --------------------------------------------------------------------------- the shape
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """Where calls start, for a lazy grammar and for the parser watching content.
+
+    ``word``: the literal calls open with. ``wake_word``: what a lazy grammar wakes on: the special
+    word ``word`` starts with when only punctuation follows it (``[TOOL_CALLS]`` of
+    ``[TOOL_CALLS][``), which a model writes as one token. ``pattern``: a regex, when calls open with
+    bare JSON. ``tool_name``: calls open with a declared tool's name, at the start of the output
+    (after what every turn starts with). ``at_start``: a call can only start the output."""
+
+    kind: ClassVar[str] = "trigger"
+    word: str = ""
+    wake_word: str = ""
+    pattern: str = ""
+    tool_name: bool = False
+    at_start: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CallsShape:
+    """``opener``: the markers a call starts with (before its first field); ``ends_with``: the text a
+    call ends with, "" when a value ends it; ``followers``: texts that may follow a call (the
+    separator, the section closer, the next call's opener, the stops)."""
+
+    kind: ClassVar[str] = "calls_shape"
+    section_open: Markers
+    section_close: Markers
+    separator: Markers | None  # None: parallel calls are not written; () when only whitespace
+    call: tuple[Part, ...]
+    no_arguments: tuple[Part, ...] | None  # a call without arguments, where it differs from ``call``
+    trigger: Trigger
+    opener: Markers
+    ends_with: str
+    followers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningShape:
+    """A reasoning block. Whether the prompt opened it depends on the request's ``enable_thinking``:
+    ``forced_open`` is the template's default, ``opened_when_thinking`` the case of thinking on where
+    ``toggle`` says the template reads the variable. ``after``: what every turn writes after the close
+    marker (the rest of its prefix: ``<|open|>response<|sep|>``)."""
+
+    kind: ClassVar[str] = "reasoning_shape"
+    open: Markers
+    close: Markers
+    forced_open: bool
+    toggle: bool = False
+    opened_when_thinking: bool = False
+    after: Markers = ()
+
+    def opened_by_prompt(self, thinking: bool | None) -> bool:
+        if thinking is None or not self.toggle:
+            return self.forced_open
+        return self.opened_when_thinking if thinking else False
+
+    def switched_off(self, thinking: bool | None) -> bool:
+        """Thinking was turned off through the template's toggle: the parser still reads a block the
+        model writes anyway, but a grammar gives it no room for one."""
+        return thinking is False and self.toggle
+
+
+@dataclass(frozen=True, slots=True)
+class OutputShape:
+    """What a model writes after the generation prompt. ``stops``: where the turn ends (text after
+    them is not the model's answer); ``server_stops``: the ones a server may stop generating on
+    (not those a call starts with)."""
+
+    kind: ClassVar[str] = "output_shape"
+    template: str
+    generation_prompt: str
+    prefix: Markers  # what every turn starts with that the prompt did not write (an empty reasoning block)
+    reasoning: ReasoningShape | None
+    content_open: Markers
+    content_close: Markers
+    calls: CallsShape | None
+    stops: tuple[str, ...]
+    server_stops: tuple[str, ...]
+    id_form: IdForm  # of the ids we generate for calls the model wrote without one
+    # When set, an answer may be written as a JSON object whose one member of this name holds it as a
+    # JSON string ({"answer": "..."}): a format in which every reply is JSON.
+    answer_key: str = ""
+
+    def markers(self) -> tuple[str, ...]:
+        """Every marker text, for preserved tokens and streaming hold-back."""
+        found: list[str] = []
+
+        def add(parts: tuple) -> None:
+            for part in parts:
+                if isinstance(part, Marker) and part.text and part.text not in found:
+                    found.append(part.text)
+
+        if self.reasoning:
+            add(self.reasoning.open)
+            add(self.reasoning.close)
+        add(self.content_open)
+        add(self.content_close)
+        if self.calls:
+            add(self.calls.section_open)
+            add(self.calls.section_close)
+            add(self.calls.separator or ())
+            add(self.calls.call)
+        add(tuple(Marker(stop) for stop in self.stops))
+        return tuple(found)
+
+
+# --------------------------------------------------------------------------- serialisation
+
+_SHAPE_KINDS: dict[str, type] = {cls.kind: cls for cls in (  # type: ignore[attr-defined]
+    Marker, IdForm, Name, CallId, Index, JsonArgs, ArgKey, ArgValue, ArgumentForm, KeyValueArgs, JsonLayout,
+    JsonCallObject, Trigger, CallsShape, ReasoningShape, OutputShape)}
+
+
+def shape_to_dict(shape: OutputShape) -> dict[str, Any]:
+    return {"shape_version": SHAPE_VERSION, **node_to_dict(shape)}
+
+
+def shape_from_dict(data: Any) -> OutputShape:
+    """The shape ``shape_to_dict`` wrote; ``NodeError`` when the data is not one."""
+    if not isinstance(data, dict) or data.get("shape_version") != SHAPE_VERSION:
+        raise NodeError(f"an output shape must have shape_version {SHAPE_VERSION}")
+    node = node_from_dict({key: value for key, value in data.items() if key != "shape_version"}, _SHAPE_KINDS)
+    if not isinstance(node, OutputShape):
+        raise NodeError("the data holds no output shape")
+    return node
