@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal, Union
 
 from analyzer.errors import DescriptionError
 from analyzer.runtime.nodes import NodeError, node_from_dict, node_to_dict
+from analyzer.runtime.shape import JsonCall  # a call written as one JSON object: the same in both
 
 SCHEMA_VERSION = 1
 
@@ -57,9 +58,9 @@ class Field:
     base: int = 0
 
 
-Part = Union[Text, Field]
+PatternPart = Union[Text, Field]
 JsonType = Literal["string", "integer", "number", "boolean", "null", "object", "array"]
-Pattern = tuple[Part, ...]
+Pattern = tuple[PatternPart, ...]
 
 
 def pattern_text(pattern: Pattern) -> str:
@@ -110,22 +111,6 @@ Arguments = Union[JsonArguments, KeyValueArguments, Unknown]
 
 
 # --------------------------------------------------------------------------- calls
-
-
-@dataclass(frozen=True, slots=True)
-class JsonCall:
-    """A call written as one JSON object. Paths are key paths from the object's root."""
-
-    kind: ClassVar[str] = "json_call"
-    name_path: tuple[str, ...]  # () when the name is the object's only key
-    name_is_key: bool
-    arguments_path: tuple[str, ...]
-    arguments_encoding: Literal["object", "string"]
-    id_path: tuple[str, ...] | None
-    index_path: tuple[str, ...] | None
-    index_base: int
-    constants: tuple[tuple[tuple[str, ...], str], ...]  # (path, JSON text) written the same for every call
-    key_order: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -217,8 +217,3 @@ def find_all(text: str, needle: str) -> list[int]:
         found.append(i)
         i = text.find(needle, i + 1)
     return found
-
-
-def visible(text: str) -> str:
-    """Show whitespace: markers are read by people, and a trailing newline matters."""
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")

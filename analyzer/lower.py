@@ -17,14 +17,13 @@ from __future__ import annotations
 import re
 
 from analyzer.description import (
-    ArgumentForm as DescribedArgumentForm, Calls, Field, FormatDescription, JsonArguments, JsonCall,
-    KeyValueArguments, Pattern, Reasoning, Text, Unknown,
+    ArgumentForm, Calls, Field, FormatDescription, JsonArguments, KeyValueArguments, Pattern, Reasoning, Text, Unknown,
 )
 from analyzer.errors import UnsupportedFormat
 from analyzer.markers import special_word
 from analyzer.runtime.shape import (
-    ID_FORMS, ArgKey, ArgumentForm, ArgValue, CallId, CallsShape, IdForm, Index, JsonArgs, JsonCallObject,
-    JsonLayout, KeyValueArgs, Marker, Markers, Name, OutputShape, Part, ReasoningShape, Trigger,
+    ID_FORMS, ArgKey, ArgumentShape, ArgValue, CallId, CallsShape, IdForm, Index, JsonArgs, JsonCallObject,
+    KeyValueArgs, Marker, Markers, Name, OutputShape, Part, ReasoningShape, Trigger,
 )
 
 _WHITESPACE = re.compile(r"\s+")
@@ -84,7 +83,7 @@ def _lower_field(item: Field, calls: Calls, id_form: IdForm) -> Part:
     if item.name == "call":
         if calls.json_call is None:
             raise UnsupportedFormat("a call field without a JSON call layout")
-        return JsonCallObject(json_layout(calls.json_call))
+        return JsonCallObject(calls.json_call)
     if item.name == "arguments":
         arguments = calls.arguments
         if isinstance(arguments, JsonArguments):
@@ -98,19 +97,14 @@ def _lower_field(item: Field, calls: Calls, id_form: IdForm) -> Part:
     raise UnsupportedFormat(f"unknown call field {item.name!r}")
 
 
-def json_layout(call: JsonCall) -> JsonLayout:
-    return JsonLayout(call.name_path, call.name_is_key, call.arguments_path, call.arguments_encoding,  # type: ignore[arg-type]
-                      call.id_path, call.index_path, call.index_base, call.constants, call.key_order)
-
-
-def key_value_args(forms: tuple[DescribedArgumentForm, ...], separator: str, escaping: str, *,
+def key_value_args(forms: tuple[ArgumentForm, ...], separator: str, escaping: str, *,
                    sorted_names: bool = False, string_wrapper: tuple[str, str] = ("", "")) -> KeyValueArgs:
-    lowered = tuple(argument_form(form) for form in forms)
+    lowered = tuple(argument_shape(form) for form in forms)
     return KeyValueArgs(lowered, _separator(separator), escaping, sorted_names, string_wrapper,  # type: ignore[arg-type]
                         _string_quotes(forms))
 
 
-def argument_form(form: DescribedArgumentForm) -> ArgumentForm:
+def argument_shape(form: ArgumentForm) -> ArgumentShape:
     parts: list = []
     for item in form.pattern:
         if isinstance(item, Text):
@@ -120,7 +114,7 @@ def argument_form(form: DescribedArgumentForm) -> ArgumentForm:
             parts.append(ArgKey())
         elif item.name == "value":
             parts.append(ArgValue())
-    return ArgumentForm(form.json_type, tuple(parts), form.syntax)  # type: ignore[arg-type]
+    return ArgumentShape(form.json_type, tuple(parts), form.syntax)  # type: ignore[arg-type]
 
 
 def _separator(text: str) -> Markers:
@@ -128,7 +122,7 @@ def _separator(text: str) -> Markers:
     return split_markers(text) or ((Marker("", text, ""),) if text else ())
 
 
-def _string_quotes(forms: tuple[DescribedArgumentForm, ...]) -> tuple[str, str]:
+def _string_quotes(forms: tuple[ArgumentForm, ...]) -> tuple[str, str]:
     """What a string argument has around its value that a number has not: the template's own quotes
     (``<|"|>``), used again inside nested values written in its notation."""
     by_type = {form.json_type: form.pattern for form in forms}

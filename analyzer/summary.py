@@ -8,9 +8,13 @@ from analyzer.description import (
     ArgumentForm, Calls, Capabilities, CallIds, FormatDescription, JsonArguments, JsonCall,
     KeyValueArguments, Reasoning, Results, Text, Unknown, Field,
 )
-from analyzer.diff import visible
 
 Style = Callable[..., str]
+
+
+def visible(text: str) -> str:
+    """Show whitespace: markers are read by people, and a trailing newline matters."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
 
 
 def _plain(text: str, **_: object) -> str:

@@ -15,8 +15,8 @@ from analyzer.diff import (
     find_all,
     insertion,
     repeated_unit,
-    visible,
 )
+from analyzer.summary import visible
 from analyzer.markers import inside_marker_mask
 
 # --------------------------------------------------------------------------- prefix / suffix

@@ -6,7 +6,7 @@ whether the prompt depends on the current date, whether jinja2 and minijinja ren
 tool results are linked back to calls, and how earlier turns are written back. It renders nothing
 itself. Every finding carries ``evidence``: the render excerpt (or the template's own message) it
 rests on. Whitespace is left as is; making it visible is the caller's job (``render_text`` does it
-with ``analyzer.diff.visible``).
+with ``analyzer.summary.visible``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from analyzer.description import Capabilities, CallIds, Calls, FormatDescription, Results
-from analyzer.diff import visible
+from analyzer.summary import visible
 from analyzer.evidence import ContextUse, EngineAgreement, Evidence, History, ToolDefinitions, ToolPlacement
 from analyzer.tokenizer import TOKENS_UNKNOWN
 

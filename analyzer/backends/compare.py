@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from analyzer.backends.audit import AuditReport
 from analyzer.description import Calls, CallIds, FormatDescription, Results, pattern_text, to_dict
-from analyzer.diff import visible
+from analyzer.summary import visible
 
 COLUMNS = ("template", "format", "call", "section", "tool cost", "results", "ids", "refuses", "engines")
 

@@ -33,7 +33,7 @@ from analyzer.backends.json_schema_gbnf import (
 from analyzer.errors import UnsupportedFormat
 from analyzer.markers import special_word
 from analyzer.runtime.shape import (
-    ArgKey, ArgumentForm, CallId, CallsShape, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers,
+    ArgKey, ArgumentShape, CallId, CallsShape, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers,
     Name, OutputShape, Part,
 )
 from analyzer.tools import Tool, chosen_tools, declared_tools
@@ -393,7 +393,7 @@ class _Builder:
         return seq(ws if markers[0].lead else "", self.join(self.markers(tuple(markers))).expr,
                    ws if markers[-1].trail else "")
 
-    def argument(self, form: ArgumentForm, key: str, schema: Any, hint: str, stops: str) -> str:
+    def argument(self, form: ArgumentShape, key: str, schema: Any, hint: str, stops: str) -> str:
         """One argument by its form's parts. ``stops``: the first characters of what may follow the
         argument, before which a value that ends the form stops when its syntax is not known."""
         pieces: list[_Piece] = []

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from analyzer.description import ArgumentForm, Field, JsonArguments, KeyValueArguments, Part, Text, Unknown
+from analyzer.description import ArgumentForm, Field, JsonArguments, KeyValueArguments, PatternPart, Text, Unknown
 from analyzer.diff import common_prefix_len, common_suffix_len, find_all, repeated_unit
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
@@ -119,7 +119,7 @@ def _value_candidates(value: Any) -> list[tuple[str, str]]:
 
 def _form(json_type: str, unit: str, value: Any, reference: str | None, *, quoted_raw: bool = False
           ) -> ArgumentForm:
-    spans: list[tuple[int, int, Part]] = [(i, i + len(v.ARG1), Field("key")) for i in find_all(unit, v.ARG1)]
+    spans: list[tuple[int, int, PatternPart]] = [(i, i + len(v.ARG1), Field("key")) for i in find_all(unit, v.ARG1)]
     syntax, value_span = "unknown", None
     for candidate_syntax, text in _value_candidates(value):
         for i in find_all(unit, text):
@@ -142,9 +142,9 @@ def _form(json_type: str, unit: str, value: Any, reference: str | None, *, quote
     return ArgumentForm(json_type, build_pattern(unit, spans), syntax)
 
 
-def build_pattern(text: str, spans: list[tuple[int, int, Part]]) -> tuple[Part, ...]:
+def build_pattern(text: str, spans: list[tuple[int, int, PatternPart]]) -> tuple[PatternPart, ...]:
     """Cut ``text`` into literals and the given field spans (which must not overlap)."""
-    parts: list[Part] = []
+    parts: list[PatternPart] = []
     at = 0
     for start, end, part in sorted(spans, key=lambda s: s[0]):
         if start < at:

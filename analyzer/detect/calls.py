@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.description import CallIds, Calls, Capability, Field, JsonArguments, JsonCall, Part, Text, Turn, Unknown
+from analyzer.description import CallIds, Calls, Capability, Field, JsonArguments, JsonCall, PatternPart, Text, Turn, Unknown
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
 from analyzer.detect.turn import shared_turn_end
 from analyzer.diff import find_all, repeated_unit
@@ -128,7 +128,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     call_text = region[call_start:call_end]
     section_open, section_close = region[:call_start], region[call_end:]
 
-    pattern_spans: list[tuple[int, int, Part]] = []
+    pattern_spans: list[tuple[int, int, PatternPart]] = []
     json_call = _json_call(call_text, second, form)
     arguments: Any
     if json_call is not None:
@@ -186,8 +186,8 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     return CallsFinding(calls, parallel, tuple(warnings))
 
 
-def _no_arguments(session: Session, turn: Turn, pattern: tuple[Part, ...], section_open: str, section_close: str
-                  ) -> tuple[Part, ...] | Unknown:
+def _no_arguments(session: Session, turn: Turn, pattern: tuple[PatternPart, ...], section_open: str, section_close: str
+                  ) -> tuple[PatternPart, ...] | Unknown:
     """How a call with no arguments is written, as a pattern with the name (and id) as fields.
 
     The call is cut out of its render by the markers already found: after the section opener, up
@@ -218,7 +218,7 @@ def _no_arguments(session: Session, turn: Turn, pattern: tuple[Part, ...], secti
         start, end, _ = calls_region(session, (call,), output, turn)
     text = output[start:end]
     written_id = written_part(text, v.ids(session.form)[0])
-    spans: list[tuple[int, int, Part]] = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
+    spans: list[tuple[int, int, PatternPart]] = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
     if written_id:
         spans += [(i, i + len(written_id), Field("id")) for i in find_all(text, written_id)]
     # An index counts calls: where the call pattern has one, the first call writes its base there.
@@ -255,7 +255,7 @@ def json_arguments_of(call: JsonCall) -> JsonArguments:
     return JsonArguments(call.arguments_encoding)
 
 
-def _written_ids(ids: CallIds | Unknown, pattern: tuple[Part, ...], json_call: JsonCall | None) -> CallIds | Unknown:
+def _written_ids(ids: CallIds | Unknown, pattern: tuple[PatternPart, ...], json_call: JsonCall | None) -> CallIds | Unknown:
     if isinstance(ids, Unknown):
         return ids
     fields = {p.name for p in pattern if isinstance(p, Field)}

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .shape import ArgKey, ArgumentForm, ArgValue, CallId, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs
+from .shape import ArgKey, ArgumentShape, ArgValue, CallId, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs
 from .shape import Marker, Markers, Name, Part, id_pattern
 from .values import INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, decode_notation, value_end
 
@@ -298,16 +298,16 @@ def _get(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-def _distinct_forms(forms: tuple[ArgumentForm, ...]) -> list[list[ArgumentForm]]:
+def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape]]:
     """Forms grouped by their parts: types written alike are told apart by their value."""
-    groups: dict[tuple, list[ArgumentForm]] = {}
+    groups: dict[tuple, list[ArgumentShape]] = {}
     for form in forms:
         groups.setdefault(form.parts, []).append(form)
     # Forms with more literal text first: a typed marker (string="true") must win over a bare one.
     return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
 
 
-def _match_form(group: list[ArgumentForm], text: str, i: int, final: bool, properties: dict[str, Any],
+def _match_form(group: list[ArgumentShape], text: str, i: int, final: bool, properties: dict[str, Any],
                 escaping: str, following: tuple[str, ...], wrapper: tuple[str, str] = ("", ""),
                 quotes: tuple[str, str] = ("", "")) -> tuple[int, str, Any] | _Need | Mismatch:
     """One argument written in one of the group's (shared) forms: (end, name, value)."""

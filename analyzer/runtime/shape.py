@@ -129,11 +129,11 @@ ArgPart = Union[Marker, ArgKey, ArgValue]
 
 
 @dataclass(frozen=True, slots=True)
-class ArgumentForm:
+class ArgumentShape:
     """How one argument of a JSON type is written. ``syntax`` of the value: "raw" (as is, up to the
     marker after it), "json", "python", or "unknown" (the renders did not tell)."""
 
-    kind: ClassVar[str] = "argument_form"
+    kind: ClassVar[str] = "argument_shape"
     json_type: str
     parts: tuple[ArgPart, ...]
     syntax: typing.Literal["raw", "json", "python", "unknown"]
@@ -144,7 +144,7 @@ class KeyValueArgs:
     """Arguments one by one, each by the form for its JSON type, ``separator`` between two."""
 
     kind: ClassVar[str] = "key_value_args"
-    forms: tuple[ArgumentForm, ...]
+    forms: tuple[ArgumentShape, ...]
     separator: Markers  # () when nothing; one empty-text marker when only whitespace
     string_escaping: typing.Literal["none", "json", "python"]
     sorted_names: bool  # the template writes arguments sorted by name
@@ -153,10 +153,11 @@ class KeyValueArgs:
 
 
 @dataclass(frozen=True, slots=True)
-class JsonLayout:
-    """A call written as one JSON object. Paths are key paths from the object's root."""
+class JsonCall:
+    """A call written as one JSON object. Paths are key paths from the object's root. The format
+    description records it as is (``analyzer.description`` re-uses this class)."""
 
-    kind: ClassVar[str] = "json_layout"
+    kind: ClassVar[str] = "json_call"
     name_path: tuple[str, ...]  # () when the name is the object's only key
     name_is_key: bool
     arguments_path: tuple[str, ...]
@@ -171,7 +172,7 @@ class JsonLayout:
 @dataclass(frozen=True, slots=True)
 class JsonCallObject:
     kind: ClassVar[str] = "json_call_object"
-    layout: JsonLayout
+    layout: JsonCall
 
 
 Part = Union[Marker, Name, CallId, Index, JsonArgs, KeyValueArgs, JsonCallObject]
@@ -289,7 +290,7 @@ class OutputShape:
 # --------------------------------------------------------------------------- serialisation
 
 _SHAPE_KINDS: dict[str, type] = {cls.kind: cls for cls in (  # type: ignore[attr-defined]
-    Marker, IdForm, Name, CallId, Index, JsonArgs, ArgKey, ArgValue, ArgumentForm, KeyValueArgs, JsonLayout,
+    Marker, IdForm, Name, CallId, Index, JsonArgs, ArgKey, ArgValue, ArgumentShape, KeyValueArgs, JsonCall,
     JsonCallObject, Trigger, CallsShape, ReasoningShape, OutputShape)}
 
 

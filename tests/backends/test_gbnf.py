@@ -24,7 +24,7 @@ from analyzer.backends.gbnf import (
 from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules
 from analyzer.description import ArgumentForm, Field, JsonCall, Text
 from analyzer.errors import InputError, UnsupportedFormat
-from analyzer.lower import calls_shape, json_layout, key_value_args, lower, output_shape, reasoning_shape
+from analyzer.lower import calls_shape, key_value_args, lower, output_shape, reasoning_shape
 from analyzer.runtime.shape import (
     ID_FORMS, CallId, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape, ReasoningShape,
 )
@@ -185,7 +185,7 @@ def test_nested_json_call_with_constants_and_string_arguments():
     layout = JsonCall(name_path=("function", "name"), name_is_key=False, arguments_path=("function", "arguments"),
                       arguments_encoding="string", id_path=("id",), index_path=None, index_base=0,
                       constants=((("type",), '"function"'),), key_order=("id", "type", "function"))
-    shape = make_shape((JsonCallObject(json_layout(layout)),), section_open=(Marker("[", trail=" "),),
+    shape = make_shape((JsonCallObject(layout),), section_open=(Marker("[", trail=" "),),
                        section_close=(Marker("]", lead=" "),), separator=(Marker(",", trail=" "),), id_form="alnum9")
     call = '{"id": "Ab3De6Gh9", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"a\\": 1}"}}'
     other_id = call.replace("Ab3De6Gh9", "call_1")
@@ -323,8 +323,8 @@ def test_llama_server_fields():
         eager = to_grammar(shape, [WEATHER_TOOL], tool_choice=choice)
         assert eager is not None
         assert eager.to_llama_server()["grammar_lazy"] is False and eager.to_llama_server()["grammar_triggers"] == []
-    bare = make_shape((JsonCallObject(json_layout(JsonCall(("name",), False, ("arguments",), "object", None, None, 0, (),
-                                                           ("name", "arguments")))),))
+    bare = make_shape((JsonCallObject(JsonCall(("name",), False, ("arguments",), "object", None, None, 0, (),
+                                               ("name", "arguments"))),))
     assert to_grammar(bare, [WEATHER_TOOL]).triggers[0].type == TRIGGER_PATTERN  # type: ignore[union-attr]
     named = make_shape((Name(), JsonArgs("object")))
     full = to_grammar(named, [WEATHER_TOOL, NO_ARGS_TOOL]).triggers[0]  # type: ignore[union-attr]

@@ -37,3 +37,29 @@ def test_the_check_sees_imports() -> None:
     """The reader finds both import forms, so an empty result above means no import, not a blind check."""
     found = imported_modules(PACKAGE / "analysis.py")
     assert "analyzer.render.conversation.Renderer" in found and "analyzer.detect.tools" in found
+
+
+BACKENDS = sorted(path for path in (PACKAGE / "backends").rglob("*.py"))
+# What a backend may take from the front half: the description, its lowered shape, and the one
+# rendering API (for the prompted format's prompt), never the analysis or its detectors.
+BACKEND_FORBIDDEN = ("analyzer.analysis", "analyzer.detect", "analyzer.diff", "analyzer.render.session",
+                     "analyzer.render.variants", "analyzer.render.engines", "analyzer.lower.split_markers")
+
+
+@pytest.mark.parametrize("path", BACKENDS, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_backends_read_the_description_and_its_shape_only(path: Path) -> None:
+    imported = imported_modules(path)
+    bad = sorted(name for name in imported for prefix in BACKEND_FORBIDDEN
+                 if name == prefix or name.startswith(prefix + "."))
+    assert bad == [], f"{path.name} imports {bad}"
+    assert "split_markers" not in path.read_text(encoding="utf-8"), "markers are split once, in lower.py"
+
+
+def test_the_runtime_imports_nothing_of_the_project() -> None:
+    for path in sorted((PACKAGE / "runtime").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                assert not (node.module or "").startswith("analyzer"), f"{path.name}: {node.module}"
+            if isinstance(node, ast.Import):
+                assert not any(alias.name.startswith("analyzer") for alias in node.names), path.name

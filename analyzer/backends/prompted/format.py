@@ -17,7 +17,7 @@ from typing import Any
 
 from analyzer.errors import InputError
 from analyzer.lower import calls_shape, output_shape
-from analyzer.runtime.shape import JsonCallObject, JsonLayout, Marker, OutputShape, ReasoningShape, Trigger
+from analyzer.runtime.shape import JsonCallObject, JsonCall, Marker, OutputShape, ReasoningShape, Trigger
 from analyzer.tools import Tool, chosen_tools, declared_tools
 
 STYLES = ("json", "fenced")
@@ -59,7 +59,7 @@ def prompted_format(tools: list[dict[str, Any]], *, style: str = "json", tool_ch
 
 # --------------------------------------------------------------------------- as an output shape
 
-_CALL_LAYOUT = JsonLayout(name_path=(TOOL_KEY,), name_is_key=False, arguments_path=(ARGUMENTS_KEY,),
+_CALL_LAYOUT = JsonCall(name_path=(TOOL_KEY,), name_is_key=False, arguments_path=(ARGUMENTS_KEY,),
                           arguments_encoding="object", id_path=None, index_path=None, index_base=0, constants=(),
                           key_order=(TOOL_KEY, ARGUMENTS_KEY))
 
