@@ -805,18 +805,23 @@ def _schema_check_property_names(run, schema, expected, value, path, nesting, fo
                 return
 
 
+def _schema_size_limit(value, container: type, expected, path, found, keyword: str, units: tuple[str, str], *,
+                       least: bool) -> None:
+    """minProperties, maxProperties, minItems, maxItems: how many members or items ``value`` has."""
+    if not isinstance(value, container) or not _schema_is_number(expected):
+        return
+    if len(value) < expected if least else len(value) > expected:
+        has = _schema_count(len(value), *units)
+        bound = "fewer than the minimum" if least else "more than the maximum"
+        found.append(SchemaViolation(path, keyword, f"{_schema_show(value)} has {has}, {bound} of {_schema_show(expected)}"))
+
+
 def _schema_check_min_properties(run, schema, expected, value, path, nesting, found, quick) -> None:
-    if isinstance(value, dict) and _schema_is_number(expected) and len(value) < expected:
-        has = _schema_count(len(value), "property", "properties")
-        found.append(SchemaViolation(path, "minProperties", f"{_schema_show(value)} has {has}, fewer than the "
-                                                            f"minimum of {_schema_show(expected)}"))
+    _schema_size_limit(value, dict, expected, path, found, "minProperties", ("property", "properties"), least=True)
 
 
 def _schema_check_max_properties(run, schema, expected, value, path, nesting, found, quick) -> None:
-    if isinstance(value, dict) and _schema_is_number(expected) and len(value) > expected:
-        has = _schema_count(len(value), "property", "properties")
-        found.append(SchemaViolation(path, "maxProperties", f"{_schema_show(value)} has {has}, more than the "
-                                                            f"maximum of {_schema_show(expected)}"))
+    _schema_size_limit(value, dict, expected, path, found, "maxProperties", ("property", "properties"), least=False)
 
 
 def _schema_check_items(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -888,17 +893,11 @@ def _schema_check_contains(run, schema, expected, value, path, nesting, found, q
 
 
 def _schema_check_min_items(run, schema, expected, value, path, nesting, found, quick) -> None:
-    if isinstance(value, list) and _schema_is_number(expected) and len(value) < expected:
-        has = _schema_count(len(value), "item", "items")
-        found.append(SchemaViolation(path, "minItems", f"{_schema_show(value)} has {has}, fewer than the minimum "
-                                                       f"of {_schema_show(expected)}"))
+    _schema_size_limit(value, list, expected, path, found, "minItems", ("item", "items"), least=True)
 
 
 def _schema_check_max_items(run, schema, expected, value, path, nesting, found, quick) -> None:
-    if isinstance(value, list) and _schema_is_number(expected) and len(value) > expected:
-        has = _schema_count(len(value), "item", "items")
-        found.append(SchemaViolation(path, "maxItems", f"{_schema_show(value)} has {has}, more than the maximum "
-                                                       f"of {_schema_show(expected)}"))
+    _schema_size_limit(value, list, expected, path, found, "maxItems", ("item", "items"), least=False)
 
 
 def _schema_check_unique_items(run, schema, expected, value, path, nesting, found, quick) -> None:

@@ -8,10 +8,8 @@ connection), and what a local HTTP server receives.
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,29 +21,7 @@ from analyzer import Parser, analyze, load_template
 from analyzer.backends.prompted.format import prompted_format
 from analyzer.backends.prompted import PromptedParser
 from analyzer.cli import cli
-
-# Audit hooks cannot be removed: one hook for the session, recording only while a test watches.
-_WATCHING: list[list[tuple[str, str]]] = []
-
-
-def _audit(event: str, args: tuple) -> None:
-    if _WATCHING and event in ("open", "socket.connect", "urllib.Request"):
-        _WATCHING[-1].append((event, str(args[0] if event != "socket.connect" else args[1])))
-
-
-sys.addaudithook(_audit)
-
-
-@contextlib.contextmanager
-def watching() -> Iterator[list[tuple[str, str]]]:
-    """What the process opens and connects to inside the block."""
-    seen: list[tuple[str, str]] = []
-    _WATCHING.append(seen)
-    try:
-        yield seen
-    finally:
-        _WATCHING.pop()
-
+from helpers.watch import watching
 
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[tuple[str, list[str]]]:

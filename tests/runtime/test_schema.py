@@ -26,6 +26,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from helpers.watch import watching
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -797,30 +798,6 @@ def test_real_world_schemas_check_values() -> None:
         == [(("filters", 0), "required"), (("limit",), "minimum"), (("point",), "additionalItems")]
     tree = {"label": "root", "children": [{"label": "a", "children": [{"label": 5}]}]}
     assert [(v.path, v.keyword) for v in validate(TREE, tree)] == [(("children", 0, "children", 0, "label"), "type")]
-
-
-# Audit hooks cannot be removed: one for the session, recording only while a test watches.
-_WATCHING: list[list[tuple[str, str]]] = []
-_WATCHED_EVENTS = ("open", "socket.connect", "socket.getaddrinfo", "urllib.Request", "import", "subprocess.Popen")
-
-
-def _audit(event: str, args: tuple) -> None:
-    if _WATCHING and event in _WATCHED_EVENTS:
-        _WATCHING[-1].append((event, repr(args)[:200]))
-
-
-sys.addaudithook(_audit)
-
-
-@contextlib.contextmanager
-def watching() -> Iterator[list[tuple[str, str]]]:
-    """The files opened, connections attempted and modules imported inside the block."""
-    seen: list[tuple[str, str]] = []
-    _WATCHING.append(seen)
-    try:
-        yield seen
-    finally:
-        _WATCHING.pop()
 
 
 REMOTE_REFS = ["file:///etc/passwd", "http://127.0.0.1:9/x", "https://json-schema.org/draft/2020-12/schema",
