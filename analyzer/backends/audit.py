@@ -17,12 +17,13 @@ from typing import Any, Callable
 
 from analyzer.description import Capabilities, CallIds, Calls, FormatDescription, Results
 from analyzer.summary import visible
+from analyzer.runtime.shape import ID_FORMS
 from analyzer.evidence import ContextUse, EngineAgreement, Evidence, History, ToolDefinitions, ToolPlacement
 from analyzer.tokenizer import TOKENS_UNKNOWN
 
 Style = Callable[..., str]
 
-ID_FORM_NAMES = {"openai": "OpenAI-style ids (call_...)", "alnum9": "9-character alphanumeric ids"}
+ID_FORM_NAMES = {name: form.label for name, form in ID_FORMS.items()}
 
 
 @dataclass(frozen=True, slots=True)

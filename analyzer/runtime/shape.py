@@ -59,15 +59,17 @@ class IdForm:
     prefix: str
     generated_length: int
     examples: tuple[str, str]  # two ids of this form, for the two calls of a probe conversation
+    label: str  # what people call it, in reports
 
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 ID_FORMS: dict[str, IdForm] = {form.name: form for form in (
     # What OpenAI clients send: call_ and letters; a template that takes these takes any token.
-    IdForm("openai", " \t\n\r<>[]\"'", True, 1, 0, "call_", 24, ("call_Qz7Wk3Jx1abc", "call_Jm4Tp8Rb2xyz")),
+    IdForm("openai", " \t\n\r<>[]\"'", True, 1, 0, "call_", 24, ("call_Qz7Wk3Jx1abc", "call_Jm4Tp8Rb2xyz"),
+           "OpenAI-style ids (call_...)"),
     # Mistral's templates insist on exactly nine letters and digits.
-    IdForm("alnum9", _ALNUM, False, 9, 9, "", 9, ("Qz7Wk3Jx1", "Jm4Tp8Rb2")),
+    IdForm("alnum9", _ALNUM, False, 9, 9, "", 9, ("Qz7Wk3Jx1", "Jm4Tp8Rb2"), "9-character alphanumeric ids"),
 )}
 
 
