@@ -15,7 +15,8 @@ from typing import Any, Union
 
 from .shape import ArgKey, ArgumentShape, ArgValue, CallId, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs
 from .shape import Marker, Markers, Name, Part, id_pattern
-from .values import INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, decode_notation, value_end
+from .values import INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, decode_notation, strict_object
+from .values import value_end
 
 
 class _Need:
@@ -70,7 +71,7 @@ class CallMatch:
     call_id: str | None = None
     arguments: dict[str, Any] | None = None
     arguments_text: str = ""  # the arguments as the model wrote them, when already a JSON object
-    problems: list[str] = field(default_factory=list)
+    unread: list[tuple[str, str]] = field(default_factory=list)  # (field, its JSON text): members no layout path reads
 
 
 class CallMatcher:
@@ -166,7 +167,7 @@ class CallMatcher:
         except Undecodable as exc:
             return Mismatch(f"arguments are not valid: {exc}")
         # The model's own text is kept only when it already is the JSON object clients expect.
-        result.arguments_text = raw if _is_json_object(raw) else ""
+        result.arguments_text = raw if strict_object(raw) else ""
         return end
 
     def json_call(self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch,
@@ -193,6 +194,12 @@ class CallMatcher:
                 found = _get(call, layout.id_path)
                 if isinstance(found, (str, int)):
                     result.call_id = str(found)
+            result.unread = _unread_members(call, layout)
+            if layout.index_path is not None:
+                index = _get(call, layout.index_path)
+                if index is not None and not (type(index) is int or (isinstance(index, str) and index.isdigit())):
+                    # Not a count: the model wrote something else where the index goes; keep its text.
+                    result.unread.append((".".join(layout.index_path), json.dumps(index, ensure_ascii=False)))
         if not isinstance(name, str):
             return Mismatch("the object has no function name", "not_a_reply")
         if arguments is None:
@@ -281,21 +288,30 @@ def _json_span(text: str, i: int, final: bool, cut_short: str, not_json: str) ->
     return start, end
 
 
-def _is_json_object(raw: str) -> bool:
-    if not raw.lstrip().startswith("{"):
-        return False
-    try:
-        return isinstance(json.loads(raw), dict)
-    except ValueError:
-        return False
-
-
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
     for key in path:
         if not isinstance(obj, dict) or key not in obj:
             return None
         obj = obj[key]
     return obj
+
+
+def _unread_members(call: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
+    """Members of a JSON call that none of the layout's paths reads (a misspelled arguments key, an
+    extra field): their text is reported, not dropped."""
+    read = [path for path in (layout.name_path, layout.arguments_path, layout.id_path, layout.index_path)
+            if path] + [path for path, _ in layout.constants]
+    found: list[tuple[str, str]] = []
+    pending: list[tuple[tuple[str, ...], Any]] = [((), call)]
+    while pending:
+        prefix, node = pending.pop()
+        for key, value in node.items():
+            path = prefix + (key,)
+            if any(known[:len(path)] == path and len(known) > len(path) for known in read) and isinstance(value, dict):
+                pending.append((path, value))  # a branch on the way to a path the layout reads
+            elif not any(path[:len(known)] == known for known in read):
+                found.append((".".join(path), json.dumps({key: value}, ensure_ascii=False)[1:-1]))
+    return sorted(found)
 
 
 def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape]]:
@@ -329,13 +345,16 @@ def _match_form(group: list[ArgumentShape], text: str, i: int, final: bool, prop
                 return NEED if (i == len(text) and not final) else Mismatch("expected an argument name")
             if m.end() == len(text) and not final:
                 return NEED
-            key = m.group()
+            name = m.group()
             after = _markers_after(parts, k)
             if after and after[0].text:
-                cut = key.find(after[0].text[0])
+                cut = name.find(after[0].text[0])
                 if cut > 0:
-                    key = key[:cut]
-            i += len(key)
+                    name = name[:cut]
+            if key is not None and name != key:
+                return Mismatch(f"argument {key!r} is closed as {name!r}")  # <a>...</b>: no argument of either
+            key = name
+            i += len(name)
         elif isinstance(part, ArgValue):
             after = _markers_after(parts, k)
             stop = _spelled(after).strip()

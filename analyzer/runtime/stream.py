@@ -18,7 +18,7 @@ from typing import Any
 
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, match_literal, skip_ws
-from .values import INCOMPLETE, INVALID, value_end
+from .values import INCOMPLETE, INVALID, finite, json_text, readable, value_end
 from .message import Delta, Message, ParseError, apply
 from .shape import Markers, Name, OutputShape
 
@@ -41,6 +41,9 @@ class Stream:
         # Whether the prompt opened reasoning depends on the request's enable_thinking.
         self._opened_by_prompt = shape.reasoning is not None and shape.reasoning.opened_by_prompt(thinking)
         self._schemas_reported: set[str] = set()  # tools whose unusable schema is already reported
+        self._fed = 0  # characters fed so far
+        self._prefix_read = False
+        self._surrogates: list[ParseError] = []
         self.message = Message()
         self._buf = ""
         self._state = _START
@@ -71,11 +74,20 @@ class Stream:
         self._fences = self._json_opener is not None or self._answer_opener is not None
         self._fenced = False  # the call or answer being read opened a fence
         self._watch = self._content_markers()
+        # The words a call opens with, which an output cut short may end inside.
+        self._call_words = [word for word in dict.fromkeys(
+            (calls.trigger.word, self._call_opener, *(m.text for m in calls.section_open[:1]))) if word] \
+            if calls else []
         self._longest = max((len(w) for w in self._watch), default=1)
 
     # ------------------------------------------------------------------ public
 
     def feed(self, chunk: str) -> list[Delta]:
+        try:
+            chunk.encode("utf-8")
+        except UnicodeEncodeError:
+            chunk = self._without_surrogates(chunk)
+        self._fed += len(chunk)
         buf = self._buf
         self._buf = ""
         buf += chunk  # a sole reference, so CPython appends in place
@@ -86,7 +98,21 @@ class Stream:
 
     def finish(self) -> list[Delta]:
         deltas = self._run(final=True)
+        # Reported last, in batch and stream alike, so that both give the same message.
+        for error in self._surrogates:
+            self._error(deltas, error)
         return deltas
+
+    def _without_surrogates(self, chunk: str) -> str:
+        """Text handed to us with lone surrogates (no UTF-8 holds them): each becomes U+FFFD, and
+        where it was is reported, so that the message always encodes as UTF-8."""
+        clean = readable(chunk)
+        for at, (old, new) in enumerate(zip(chunk, clean)):
+            if old != new:
+                self._surrogates.append(ParseError(
+                    "invalid_utf8", f"output character {self._fed + at} is a lone surrogate: replaced by U+FFFD",
+                    "\ufffd"))
+        return clean
 
     def report(self, error: ParseError) -> list[Delta]:
         """An error found outside the parse (input that is not UTF-8), added to the message."""
@@ -176,10 +202,11 @@ class Stream:
             self._state = _REASONING
             return
         buf = self._buf
-        if shape.prefix:
+        if shape.prefix and not self._prefix_read:
             step = match_literal(buf, 0, shape.prefix, final)
             if step is NEED:
                 return
+            self._prefix_read = True  # once: a second copy of it is the model's text
             if isinstance(step, int):
                 self._consume(step)
                 buf = self._buf
@@ -359,6 +386,14 @@ class Stream:
         self._dispatch_marker(deltas, word, final)
 
     def _finish_content(self, deltas: list[Delta], text: str) -> None:
+        """The last content. An output that ends on the start of a call's opening marker (a reply cut
+        at n_predict inside ``<tool_call``) ends inside a call: that text is reported, not content."""
+        cut = _partial_suffix(text, self._call_words) if self._call_words else 0
+        if cut >= 2:
+            self._emit_content(deltas, text[:-cut], closing=True)
+            self._error(deltas, ParseError("unterminated_call", "the output ends inside a call's opening marker",
+                                           text[-cut:], len(self.message.tool_calls)))
+            return
         self._emit_content(deltas, text, closing=True)
 
     def _dispatch_marker(self, deltas: list[Delta], word: str, final: bool) -> None:
@@ -541,8 +576,10 @@ class Stream:
         calls = self._calls
         assert calls is not None
         j = skip_ws(self._buf, 0)
-        if calls.section_close and self._buf.startswith(calls.section_close[0].text, j):
+        if calls.section_close:
             step = match_literal(self._buf, 0, calls.section_close, final)
+            if step is NEED and j < len(self._buf):
+                return  # an empty section's closer, still arriving
             if isinstance(step, int):
                 self._consume(step)
                 self._state = _CONTENT
@@ -662,13 +699,22 @@ class Stream:
 
     def _emit_call(self, deltas: list[Delta], match: CallMatch) -> None:
         index = len(self.message.tool_calls)
-        call_id = match.call_id or generated_id(self.shape.id_form, index, match.name, self._buf[:match.end])
-        arguments = match.arguments if match.arguments is not None else {}
-        text = match.arguments_text or json.dumps(arguments, ensure_ascii=False)
-        self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=match.name))
+        name = readable(match.name)
+        call_id = readable(match.call_id) if match.call_id else \
+            generated_id(self.shape.id_form, index, name, self._buf[:match.end])
+        arguments, numbers = finite(match.arguments if match.arguments is not None else {})
+        text = match.arguments_text or json_text(arguments)
+        self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=name))
         self._emit(deltas, Delta(call_index=index, arguments=text))
+        for path, number in numbers:
+            where = "/".join(str(step) for step in path)
+            self._error(deltas, ParseError("invalid_arguments", f"call {index} to {name}: {where}: {number} is no JSON "
+                                                                "number; kept as a string", call_index=index))
+        for key, member in match.unread:
+            self._error(deltas, ParseError("unknown_call_field", f"call {index} to {name}: {key!r} is no field of a "
+                                                                 "call in this format", member, index))
         if self.validate:
-            for problem in self.tools.check(match.name, arguments, index, self._schemas_reported):
+            for problem in self.tools.check(name, arguments, index, self._schemas_reported):
                 self._error(deltas, problem)
 
     def _malformed(self, deltas: list[Delta], reason: str, final: bool, kind: str = "malformed_call") -> None:
@@ -758,14 +804,37 @@ def _json_string_text(body: str) -> str:
 def _match_closer(buf: str, literal: Markers, final: bool):
     """A closing literal, or the part of it the output has before it ends: a model stops on the
     turn's end token, which templates sometimes write as part of the closer."""
-    step = match_literal(buf, 0, literal, final)
-    if isinstance(step, int) or step is NEED or not final:
-        return step
-    rest = buf.strip()
-    whole = "".join(marker.text for marker in literal)
-    if rest and whole.startswith("".join(rest.split())):
-        return len(buf)  # the closer, cut short where the output ends
+    step = _loose_literal(buf, literal)
+    if step is NEED and final:
+        # The closer, cut short where the output ends.
+        return len(buf) if buf.strip() else Mismatch("no closer")
     return step
+
+
+def _loose_literal(buf: str, literal: Markers):
+    """A closing literal at the start of ``buf`` with whitespace where the template wrote some, and
+    also between two characters of a marker that are not both word characters (a newline inside
+    ``]`` and three backquotes), never inside a word (``</tool_cal ls>`` is no closer)."""
+    target = "".join(marker.text for marker in literal)
+    boundaries, at = set(), 0
+    for marker in literal:
+        at += len(marker.text)
+        boundaries.add(at)
+    i, k = skip_ws(buf, 0), 0
+    while k < len(target):
+        if i == len(buf):
+            return NEED
+        if buf[i] == target[k]:
+            i, k = i + 1, k + 1
+        elif buf[i].isspace() and k and (k in boundaries or not (_wordy(target[k - 1]) and _wordy(target[k]))):
+            i = skip_ws(buf, i)
+        else:
+            return Mismatch(f"expected {target!r}")
+    return i
+
+
+def _wordy(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def _earliest(buf: str, words: list[str], start: int) -> tuple[int, str] | None:

@@ -16,7 +16,7 @@ from typing import Any
 INCOMPLETE = -1
 INVALID = -2
 _LITERAL_START = set("-0123456789tfnTFN")
-_LITERAL_CHARS = set("0123456789+-.eEtruefalsnTFN")
+_LITERAL_CHARS = set("0123456789+-.eEtruefalsnoTFN")  # numbers, true/false/null, True/False/None
 
 
 def value_end(text: str, start: int) -> int:
@@ -79,23 +79,126 @@ class Undecodable(ValueError):
     pass
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # one by one: a pair split in two is no character either
+_MAX_DEPTH = 512  # deeper values are refused rather than risking the interpreter's recursion limit
+_UNDECODABLE = (ValueError, SyntaxError, MemoryError, RecursionError, TypeError)
+
+
 def decode(text: str, *, python: bool = False) -> Any:
-    """A JSON value; Python literals too (``True``, ``None``, single quotes) since models mix them up."""
+    """A JSON value; Python literals too (``True``, ``None``, single quotes) since models mix them up.
+    Python literals become JSON values (bytes as text, tuples and sets as lists, keys as strings);
+    what has no JSON value (a complex number, a value nested too deeply) is ``Undecodable``."""
     try:
-        return json.loads(text)
-    except ValueError:
+        return _shallow(json.loads(text))
+    except _UNDECODABLE:
         pass
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes in model text are not our warnings
-            return ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            return _as_json(ast.literal_eval(text.strip()), 0)
+    except _UNDECODABLE:
         pass
     repaired = text.replace("True", "true").replace("False", "false").replace("None", "null")
     try:
-        return json.loads(repaired)
-    except ValueError:
+        return _shallow(json.loads(repaired))
+    except _UNDECODABLE:
         raise Undecodable(f"not a JSON value: {text[:60]!r}") from None
+
+
+def _shallow(value: Any) -> Any:
+    """``value``, if it is nested no deeper than every later step (validation, serialising) can go."""
+    pending = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > _MAX_DEPTH:
+            raise ValueError("nested too deeply")
+        if isinstance(item, dict):
+            pending.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            pending.extend((child, depth + 1) for child in item)
+    return value
+
+
+def strict_object(text: str) -> bool:
+    """Whether ``text`` is a JSON object as strict JSON has it (no NaN or Infinity), so it can be
+    passed on as the model wrote it."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(_shallow(json.loads(text, parse_constant=_refuse_constant)), dict)
+    except _UNDECODABLE:
+        return False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not strict JSON")
+
+
+def _as_json(value: Any, depth: int) -> Any:
+    """A Python literal as the JSON value it stands for."""
+    if depth > _MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (list, tuple)):
+        return [_as_json(item, depth + 1) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return [_as_json(item, depth + 1) for item in sorted(value, key=repr)]
+    if isinstance(value, dict):
+        return {_json_key(key): _as_json(item, depth + 1) for key, item in value.items()}
+    raise ValueError(f"{type(value).__name__} has no JSON value")
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bytes):
+        return key.decode("utf-8", "replace")
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    raise ValueError(f"a {type(key).__name__} key has no JSON value")
+
+
+def json_text(value: Any) -> str:
+    """Strict JSON text for a value: no NaN or Infinity (see ``finite``), and a lone surrogate kept as
+    its escape, so the text always encodes as UTF-8."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, allow_nan=False)
+    return text
+
+
+def finite(value: Any, path: tuple = ()) -> tuple[Any, list[tuple[tuple, str]]]:
+    """``value`` with every number JSON cannot hold (NaN, Infinity, 1e999) replaced by its text, and
+    where each was: nothing the model wrote is lost, and the arguments stay strict JSON."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        text = "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+        return text, [(path, text)]
+    if isinstance(value, list):
+        items, found = [], []
+        for index, item in enumerate(value):
+            clean, more = finite(item, path + (index,))
+            items.append(clean)
+            found += more
+        return items, found
+    if isinstance(value, dict):
+        members, found = {}, []
+        for key, item in value.items():
+            clean, more = finite(item, path + (key,))
+            members[key] = clean
+            found += more
+        return members, found
+    return value, []
+
+
+def readable(text: str) -> str:
+    """Text with each lone surrogate (from a ``\\ud800`` escape) replaced by U+FFFD: names and ids
+    must encode as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def decode_arguments(text: str, encoding: str) -> dict[str, Any]:
