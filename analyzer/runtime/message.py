@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -35,24 +35,70 @@ class ParseError:
         return out
 
 
-@dataclass(slots=True)
 class Message:
-    content: str = ""
-    reasoning_content: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    errors: list[ParseError] = field(default_factory=list)
+    """The assistant message so far. Text arrives in pieces (one per delta), kept as lists and joined
+    when read, so that folding a long stream in costs linear time."""
+
+    __slots__ = ("_content", "_reasoning", "tool_calls", "errors")
+
+    def __init__(self, content: str = "", reasoning_content: str = "", tool_calls: list[ToolCall] | None = None,
+                 errors: list[ParseError] | None = None) -> None:
+        self._content = [content] if content else []
+        self._reasoning = [reasoning_content] if reasoning_content else []
+        self.tool_calls: list[ToolCall] = tool_calls if tool_calls is not None else []
+        self.errors: list[ParseError] = errors if errors is not None else []
+
+    @property
+    def content(self) -> str:
+        return _joined(self._content)
+
+    @content.setter
+    def content(self, text: str) -> None:
+        self._content = [text] if text else []
+
+    @property
+    def reasoning_content(self) -> str:
+        return _joined(self._reasoning)
+
+    @reasoning_content.setter
+    def reasoning_content(self, text: str) -> None:
+        self._reasoning = [text] if text else []
+
+    @property
+    def has_reasoning(self) -> bool:
+        return bool(self._reasoning)
+
+    def add_text(self, content: str, reasoning: str) -> None:
+        if content:
+            self._content.append(content)
+        if reasoning:
+            self._reasoning.append(reasoning)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Message) and (self.content, self.reasoning_content, self.tool_calls, self.errors) == (
+            other.content, other.reasoning_content, other.tool_calls, other.errors)
+
+    def __repr__(self) -> str:
+        return (f"Message(content={self.content!r}, reasoning_content={self.reasoning_content!r}, "
+                f"tool_calls={self.tool_calls!r}, errors={self.errors!r})")
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "role": "assistant",
-            "content": self.content if self.content or not self.tool_calls else None,
-        }
-        if self.reasoning_content:
-            out["reasoning_content"] = self.reasoning_content
+        content = self.content
+        out: dict[str, Any] = {"role": "assistant", "content": content if content or not self.tool_calls else None}
+        reasoning = self.reasoning_content
+        if reasoning:
+            out["reasoning_content"] = reasoning
         if self.tool_calls:
             out["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         out["errors"] = [error.to_dict() for error in self.errors]
         return out
+
+
+def _joined(parts: list[str]) -> str:
+    """The parts as one text; the list keeps that one text, so reading again costs nothing."""
+    if len(parts) > 1:
+        parts[:] = ["".join(parts)]
+    return parts[0] if parts else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +138,7 @@ class Delta:
 
 def apply(message: Message, delta: Delta) -> None:
     """Fold a delta into a message: how a client rebuilds the message from a stream."""
-    message.content += delta.content
-    message.reasoning_content += delta.reasoning_content
+    message.add_text(delta.content, delta.reasoning_content)
     if delta.call_index is not None:
         while len(message.tool_calls) <= delta.call_index:
             message.tool_calls.append(ToolCall("", "", ""))

@@ -43,6 +43,10 @@ class Stream:
         self._schemas_reported: set[str] = set()  # tools whose unusable schema is already reported
         self._fed = 0  # characters fed so far
         self._prefix_read = False
+        self._candidate_scan = 0  # reasoning: where the next possible call is looked for
+        self._waiting_call = -1  # reasoning: where a call under way starts
+        self._ender_scan = 0  # reasoning: where the text ending that call is looked for
+        self._retry_length = 0  # reasoning: the buffer's length at which that call is matched again
         self._surrogates: list[ParseError] = []
         self.message = Message()
         self._buf = ""
@@ -74,6 +78,8 @@ class Stream:
         self._fences = self._json_opener is not None or self._answer_opener is not None
         self._fenced = False  # the call or answer being read opened a fence
         self._watch = self._content_markers()
+        self._reasoning_watch = self._reasoning_words() if shape.reasoning else []
+        self._reasoning_longest = max((len(word) for word in self._reasoning_watch), default=1)
         # The words a call opens with, which an output cut short may end inside.
         self._call_words = [word for word in dict.fromkeys(
             (calls.trigger.word, self._call_opener, *(m.text for m in calls.section_open[:1]))) if word] \
@@ -168,6 +174,12 @@ class Stream:
     def _consume(self, n: int) -> None:
         self._buf = self._buf[n:]
         self._scan_from = 0
+        # Positions in reasoning searched already move with the text.
+        self._candidate_scan = max(0, self._candidate_scan - n)
+        self._ender_scan = max(0, self._ender_scan - n)
+        if self._waiting_call >= 0:
+            self._waiting_call = self._waiting_call - n if self._waiting_call >= n else -1
+        self._retry_length = max(0, self._retry_length - n)
 
     def _run(self, final: bool) -> list[Delta]:
         deltas: list[Delta] = []
@@ -223,7 +235,7 @@ class Stream:
 
     def _reasoning(self, deltas: list[Delta], final: bool) -> None:
         assert self.shape.reasoning is not None
-        if not self.message.reasoning_content:
+        if not self.message.has_reasoning:
             # A prompt that opens reasoning, and a model that skips it: the output starts with what
             # follows reasoning (the rest of the turn's prefix, a content wrapper, a call).
             head = skip_ws(self._buf, 0)
@@ -239,6 +251,12 @@ class Stream:
         at = self._buf.find(word, self._scan_from)
         call_at = self._call_in_reasoning(at, final)
         if call_at is NEED:
+            # A call may be under way: what comes before it is reasoning either way.
+            start = self._waiting_call
+            if start > 0:
+                self._emit_reasoning(deltas, self._buf[:start])
+                self._consume(start)
+            self._scan_from = max(0, len(self._buf) - len(word))  # the close marker is looked for past here
             return
         if isinstance(call_at, int):
             # A call ends reasoning the model never closed.
@@ -248,12 +266,12 @@ class Stream:
             self._state = _CONTENT
             return
         if at == -1:
-            keep = 0 if final else _partial_suffix(self._buf, self._reasoning_words())
+            keep = 0 if final else _partial_suffix(self._buf, self._reasoning_watch)
             text = self._buf[:len(self._buf) - keep]
             if text:
                 self._emit_reasoning(deltas, text, closing=final)
                 self._consume(len(text))
-            self._scan_from = max(0, len(self._buf) - max(len(w) for w in self._reasoning_words()))
+            self._scan_from = max(0, len(self._buf) - self._reasoning_longest)
             return
         step = match_literal(self._buf, at, close, final)
         if step is NEED:
@@ -276,31 +294,42 @@ class Stream:
 
     def _call_in_reasoning(self, close_at: int, final: bool):
         """Where a complete call starts inside reasoning, before any close marker; NEED while a call
-        that has started may still complete; None when there is none."""
+        that has started may still complete; None when there is none. Each place the trigger word
+        stands is looked at once, and a call under way is matched again only once the text that
+        ends a call has arrived, so reasoning that keeps mentioning the word costs linear time."""
         calls = self._calls
         if calls is None or not calls.trigger.word or self._matcher is None:
             return None
-        word = calls.trigger.word
-        start = self._scan_from
-        ender = self._call_ender
-        if ender and not final and self._buf.find(ender, start) == -1 and self._buf.find(word, start) != -1:
-            return NEED  # a call may be under way: wait for the text that ends one before matching
+        word, ender = calls.trigger.word, self._call_ender
         while True:
-            at = self._buf.find(word, start)
+            at = self._waiting_call if self._waiting_call >= 0 else self._buf.find(word, self._candidate_scan)
             if at == -1 or (close_at != -1 and at > close_at):
+                self._candidate_scan = max(self._candidate_scan, len(self._buf) - len(word) + 1, 0)
                 return None
+            if at == self._waiting_call and not final and len(self._buf) < self._retry_length:
+                # Matched again once the text that ends a call arrives, or the text has doubled (so a
+                # mention that is no call is let go soon, and a long call costs linear time).
+                found = self._buf.find(ender, self._ender_scan) if ender else -1
+                if found == -1:
+                    self._ender_scan = max(self._ender_scan, len(self._buf) - len(ender) + 1)
+                    return NEED
             i = at
             if calls.section_open:
                 step = match_literal(self._buf, i, calls.section_open, final)
                 if step is NEED:
+                    self._waiting_call = at
                     return NEED
                 i = step if isinstance(step, int) else i
             outcome = self._matcher.match(self._buf, i, final)
             if outcome is NEED:
+                if self._waiting_call != at:
+                    self._waiting_call, self._ender_scan = at, at
+                self._retry_length = 2 * len(self._buf) + 64
                 return NEED
+            self._waiting_call = -1
             if isinstance(outcome, CallMatch):
                 return at
-            start = at + 1
+            self._candidate_scan = at + 1
 
     def _emit_reasoning(self, deltas: list[Delta], text: str, *, closing: bool = False) -> None:
         """Reasoning with trailing whitespace held back: the whitespace before a close marker is the marker's."""
@@ -308,7 +337,7 @@ class Stream:
         tail = text[len(body):]
         if body:
             held = self._held_reasoning_ws
-            if not self.message.reasoning_content:
+            if not self.message.has_reasoning:
                 body, held = body.lstrip(), ""  # whitespace before the first text is the open marker's
             self._emit(deltas, Delta(reasoning_content=held + body))
             self._held_reasoning_ws = tail
@@ -859,10 +888,13 @@ def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
     """Length of the longest end of ``buf`` that begins one of ``words``: it may be a marker in the making."""
     best = 0
     for word in words:
-        for size in range(min(len(word) - 1, len(buf)), best, -1):
-            if word.startswith(buf[len(buf) - size:]):
-                best = size
+        # Such an end starts with the word's first character: look only where that stands.
+        at = buf.find(word[:1], max(0, len(buf) - len(word) + 1))
+        while at != -1 and len(buf) - at > best:
+            if word.startswith(buf[at:]):
+                best = len(buf) - at
                 break
+            at = buf.find(word[:1], at + 1)
     return best
 
 
