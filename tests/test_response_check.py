@@ -131,6 +131,26 @@ def test_transformers_fallbacks_on_their_families(model_type, name, corpus_dir):
     assert sum(result.status == "agrees" for result in report.results) >= 1
 
 
+def test_serve_streams_one_call_per_region_and_fails_on_a_list():
+    """What the README says of transformers serve's streaming path: it takes each tool_calls region as
+    one call, so a JSON-array section (one region, a list) fails there, where parse_response reads it."""
+    from transformers.cli.serving.utils import response_events_to_chunks
+    from transformers.utils.chat_parsing import ResponseParser, parse_response
+
+    outputs = {"Qwen3-Coder": "<tool_call>\n<function=search>\n<parameter=query>\nq\n</parameter>\n</function>\n"
+                              "</tool_call><|im_end|>",
+               "mistralai-Mistral-Nemo-Instruct-2407": '[TOOL_CALLS][{"name": "search", "arguments": {"query": "q"}, '
+                                                       '"id": "Ab3De6Gh9"}]</s>'}
+    events = {}
+    for name, output in outputs.items():
+        parser = ResponseParser(_generated(name), prefix="")
+        events[name] = [event for character in output for event in parser.feed(character)] + parser.finalize()[1]
+        assert parse_response(output, _generated(name), prefix="")["tool_calls"][0]["function"]["name"] == "search"
+    assert [chunk.name for chunk in response_events_to_chunks(events["Qwen3-Coder"])] == ["search"]
+    with pytest.raises(TypeError):
+        response_events_to_chunks(events["mistralai-Mistral-Nemo-Instruct-2407"])
+
+
 # --------------------------------------------------------------------------- the command line
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,8 @@ from analyzer.errors import Inexpressible, InputError
 from analyzer.lower import lower
 from helpers.roundtrip import CASES, compile_for, descriptions, model_output, not_written
 from helpers.transformers_parse import compare, ours, prompt_for
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 # template -> (the first part it cannot express, words of the reason)
 INEXPRESSIBLE = {
@@ -112,6 +115,11 @@ def test_partial_reads_what_it_does_not_leave_out(name, corpus_dir):
 
 def test_the_list_names_corpus_templates_with_calls():
     assert set(INEXPRESSIBLE) <= {d.template.name for d in descriptions()}
+
+
+def test_readme_states_the_count():
+    expressible = len(descriptions()) - len(INEXPRESSIBLE)
+    assert f"expressible {expressible} of {len(descriptions())}" in README.read_text(encoding="utf-8").lower()
 
 
 # --------------------------------------------------------------------------- what is written, by hand
