@@ -216,7 +216,7 @@ def _check_case(renderer: Renderer, description: FormatDescription, response_tem
         batch = chat_parsing.parse_response(output, response_template, prefix=prompt, tools=TOOLS)
     except Exception as exc:  # noqa: BLE001 - whatever transformers raises is the finding
         return CaseResult(name, "disagrees", (f"transformers raised {type(exc).__name__}: {_first_line(exc)}",), output)
-    differences = _differences(wrote, _read(batch))
+    differences = _differences(wrote, read_message(batch))
     streamed = _streamed(chat_parsing, response_template, prompt, output)
     if streamed != batch:
         differences.append(f"fed one character at a time, transformers gives {_brief(streamed)}, "
@@ -277,7 +277,7 @@ def _what_the_template_wrote(output: str, case: Case) -> dict[str, Any] | str:
             "tool_calls": [[name, arguments] for name, arguments in case.calls]}
 
 
-def _read(message: Any) -> dict[str, Any]:
+def read_message(message: Any) -> dict[str, Any]:
     """transformers' message in the same terms: text stripped, each call as [name, JSON value]."""
     if not isinstance(message, dict):
         return {"content": message, "reasoning_content": "", "tool_calls": []}
@@ -343,5 +343,5 @@ def render_text(report: CheckReport) -> str:
 
 
 __all__ = ["CASES", "Case", "CaseResult", "CheckReport", "TOOLS", "TRANSFORMERS_VERSION", "check", "config_path",
-           "model_output", "read_response_template", "render_text", "shipped_response_template", "validate",
-           "write_into"]
+           "model_output", "read_message", "read_response_template", "render_text", "shipped_response_template",
+           "validate", "write_into"]

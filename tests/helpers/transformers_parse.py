@@ -17,6 +17,7 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 from analyzer.backends.parser import Parser
 from analyzer.description import FormatDescription
 from analyzer.render.engines import CompiledTemplate
+from analyzer.response_check import read_message
 from helpers.roundtrip import TOOLS, USER
 
 # transformers logs (at INFO and WARNING) where a prompt lacks the anchor; the tests read results, not logs.
@@ -38,18 +39,8 @@ def ours(description: FormatDescription, output: str) -> Message:
 
 
 def theirs(message: dict[str, Any]) -> Message:
-    calls = []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function", {}) if isinstance(call, dict) else {}
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                pass
-        calls.append((function.get("name"), arguments))
-    reasoning = next((message[key] for key in ("thinking", "reasoning_content") if message.get(key)), "")
-    return (message.get("content") or "").strip(), reasoning.strip(), calls
+    read = read_message(message)
+    return read["content"], read["reasoning_content"], [tuple(call) for call in read["tool_calls"]]
 
 
 def streamed(response_template: dict[str, Any], prompt: str, output: str) -> dict[str, Any]:
