@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,9 @@ def read_response_template(path: Path, *, shipped: bool = False) -> dict[str, An
 
 
 def _transformers() -> Any:
+    # Imported without torch, transformers advises on stderr that models are unavailable: true, and
+    # nothing to do with reading responses, so a check's output would carry a line that misleads.
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     try:
         from transformers.utils import chat_parsing
         from transformers.utils.chat_parsing import response_templates

@@ -10,6 +10,7 @@ the README reports them.
 from __future__ import annotations
 
 import json
+import sys
 from copy import deepcopy
 
 import pytest
@@ -217,7 +218,7 @@ def test_check_reads_the_shipped_template_or_the_one_given(model_dir, tmp_path, 
     assert code == 2 and out == "" and "ships no response_template" in err and err.count("\n") == 1
     assert run(["response-template", str(model_dir), "--into", str(model_dir)])[0] == 0
     code, out, err = run(["response-template", str(model_dir), "--check"])
-    assert code == 0 and out.startswith("model: 0 of ") and "one call" in out
+    assert (code, err) == (0, "") and out.startswith("model: 0 of ") and "one call" in out
     wrong = deepcopy(_RESPONSE_TEMPLATE_FALLBACKS[next(t for t in _RESPONSE_TEMPLATE_FALLBACKS if "qwen3_moe" in t)])
     (tmp_path / "wrong.json").write_text(json.dumps(wrong), encoding="utf-8")
     code, out, err = run(["response-template", str(model_dir), "--check", "--against", str(tmp_path / "wrong.json")])
@@ -251,6 +252,15 @@ def test_a_bad_template_to_check_is_one_line_and_exit_2(content, message, tmp_pa
     code, out, err = run(["response-template", str(corpus_dir / "Qwen3.5-4B.jinja"), "--check",
                           "--against", str(tmp_path / "rt.json")])
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+
+
+def test_check_without_transformers_says_how_to_get_it(monkeypatch, tmp_path, corpus_dir):
+    monkeypatch.setitem(sys.modules, "transformers.utils.chat_parsing", None)
+    (tmp_path / "rt.json").write_text(json.dumps(_generated("Qwen3.5-4B")), encoding="utf-8")
+    code, out, err = run(["response-template", str(corpus_dir / "Qwen3.5-4B.jinja"), "--check",
+                          "--against", str(tmp_path / "rt.json")])
+    assert (code, out) == (1, "") and err == ("Error: checking a response_template needs transformers: "
+                                              "pip install 'transformers==5.23.0'\n")
 
 
 def test_config_path_of_a_folder_and_a_file(tmp_path):
