@@ -17,6 +17,7 @@ from typing import Any, Callable
 import click
 
 from analyzer import corpus as corpus_lib
+from analyzer import response_check
 from analyzer.analysis import analyze as analyze_template, inspect as inspect_template
 from analyzer.backends.audit import audit as audit_template, render_text as render_audit
 from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
@@ -25,6 +26,7 @@ from analyzer.backends.html_report import render_html
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
 from analyzer.backends.prompted import STYLES, prompted as prompted_setup
+from analyzer.backends.response_template import to_response_template
 from analyzer.description import FormatDescription, dumps, to_dict
 from analyzer.errors import AnalyzerError, ConversationError, InputError, ReplyCut
 from analyzer.llama_server import DEFAULT_N_PREDICT, TOOL_FORMATS, ChatRequest, prepare, send, stream_chunks
@@ -373,6 +375,49 @@ def prompted(template: str, tools: JsonList, tool_choice: str, style: str, no_pa
     except ConversationError as exc:
         raise ConversationError(f"{messages.path if messages else 'messages'}: {exc.message}") from None
     click.echo(json.dumps(setup.to_dict(with_prompt=messages is not None), ensure_ascii=False, indent=2))
+
+
+@cli.command("response-template")
+@click.argument("template")
+@click.option("-o", "--output", default=None, help="File to write the response_template to (- for stdout, the "
+                                                   "default unless --into is given).")
+@click.option("--partial", is_flag=True, help="Write what can be expressed and list what is left out (on "
+                                              "stderr), instead of failing on the first part that cannot be.")
+@click.option("--into", "into", default=None, help="Also write it under response_template in this "
+                                                   "tokenizer_config.json (or a model folder's), every other key "
+                                                   "left as it was.")
+@click.option("--check", is_flag=True, help="Run transformers' parser with a response_template (the one the model "
+                                            "ships, or --against FILE) over the template's renders, and report per "
+                                            "case where it disagrees with what the template wrote (exit 1 if any).")
+@click.option("--against", default=None, help="With --check: the response_template to check (a JSON file holding "
+                                              "one, or a tokenizer_config.json).")
+@engine_option
+@variant_option
+def response_template(template: str, output: str | None, partial: bool, into: str | None, check: bool,
+                      against: str | None, engine: str, variant: str | None) -> None:
+    """A transformers response_template (version 1) for TEMPLATE's output: reasoning, content, tool calls."""
+    if against is not None and not check:
+        raise InputError("--against needs --check")
+    if check and (output is not None or into is not None or partial):
+        raise InputError("--check reads a response_template; it does not write one (-o, --into, --partial)")
+    loaded, description = _analysed(template, variant, engine)
+    if check:
+        if against is not None:
+            shipped = response_check.read_response_template(Path(against))
+        else:
+            shipped = response_check.shipped_response_template(template)
+        report = response_check.check(loaded, description, shipped, engine=engine)
+        click.echo(response_check.render_text(report))
+        if report.disagreements:
+            sys.exit(1)
+        return
+    generated = to_response_template(lower(description), partial=partial)
+    for item in generated.left_out:
+        click.echo(f"left out: {item}", err=True)
+    if into is not None:
+        response_check.write_into(into, generated.template)
+    if output is not None or into is None:
+        _write(output or "-", generated.to_json(), "the response_template")
 
 
 @cli.group()

@@ -65,6 +65,21 @@ class UnsupportedFormat(AnalyzerError):
     """The description has calls the output shape or a backend cannot express."""
 
 
+class Inexpressible(UnsupportedFormat):
+    """A part of the format cannot be written in a target language (a transformers response_template):
+    ``parts`` holds (part, why) for each; the message names the first."""
+
+    def __init__(self, template: str, parts: list[tuple[str, str]]) -> None:
+        part, why = parts[0]
+        more = f" (and {len(parts) - 1} more part{'s' if len(parts) > 2 else ''})" if len(parts) > 1 else ""
+        super().__init__(f"{template}: {part} cannot be expressed in a response_template: {why}{more}")
+        self.parts = parts
+
+
+class MissingDependency(AnalyzerError):
+    """An optional package a command needs is not installed."""
+
+
 class CodegenError(AnalyzerError):
     """The parser's runtime cannot be copied into a standalone module (an import outside the standard
     library, a name defined twice across its modules)."""

@@ -214,9 +214,9 @@ def reasoning_shape(open_markers: Markers, close: Markers, forced_open: bool, *,
 def output_shape(template: str, *, generation_prompt: str = "", prefix: Markers = (),
                  reasoning: ReasoningShape | None = None, content_open: Markers = (), content_close: Markers = (),
                  calls: CallsShape | None = None, stops: tuple[str, ...] = (),
-                 id_form: IdForm = ID_FORMS["openai"], answer_key: str = "") -> OutputShape:
+                 id_form: IdForm = ID_FORMS["openai"], answer_key: str = "", end: Markers = ()) -> OutputShape:
     return OutputShape(template, generation_prompt, prefix, reasoning, content_open, content_close, calls, stops,
-                       _server_stops(calls, stops), id_form, answer_key)
+                       _server_stops(calls, stops), id_form, answer_key, end)
 
 
 def _server_stops(calls: CallsShape | None, stops: tuple[str, ...]) -> tuple[str, ...]:
@@ -261,4 +261,4 @@ def lower(description: FormatDescription) -> OutputShape:
                         generation_prompt=turn.generation_prompt if isinstance(turn.generation_prompt, str) else "",
                         prefix=prefix, reasoning=reasoning, content_open=split_markers(turn.content_open),
                         content_close=split_markers(turn.content_close), calls=calls, stops=turn.stop,
-                        id_form=id_form)
+                        id_form=id_form, end=split_markers(turn.end) if isinstance(turn.end, str) else ())

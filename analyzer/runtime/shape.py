@@ -265,6 +265,9 @@ class OutputShape:
     # When set, an answer may be written as a JSON object whose one member of this name holds it as a
     # JSON string ({"answer": "..."}): a format in which every reply is JSON.
     answer_key: str = ""
+    # What the template writes to close a turn, the stop among it (``\n<|end|>\n</s>``): text before
+    # the stop that belongs to the turn's end, not to its content. () when the renders did not show it.
+    end: Markers = ()
 
     def markers(self) -> tuple[str, ...]:
         """Every marker text, for preserved tokens and streaming hold-back."""
