@@ -16,7 +16,7 @@ from typing import Any, Union
 from .shape import ArgKey, ArgumentShape, ArgValue, CallId, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs
 from .shape import Marker, Markers, Name, Part, id_pattern
 from .values import INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, decode_notation, strict_object
-from .values import value_end
+from .values import Memo, value_end
 
 
 class _Need:
@@ -77,8 +77,12 @@ class CallMatch:
 class CallMatcher:
     """Matches the parts of one call; ``tools`` maps declared names to their parameter schemas."""
 
-    def __init__(self, parts: tuple[Part, ...], tools: dict[str, dict[str, Any]], closers: tuple[str, ...]):
+    def __init__(self, parts: tuple[Part, ...], tools: dict[str, dict[str, Any]], closers: tuple[str, ...],
+                 memo: Memo | None = None):
         self.parts = parts
+        # How far values were scanned in text that only grows between matches (the caller clears it
+        # when the text changes otherwise), so that matching a long call again costs nothing extra.
+        self.memo = memo
         self.tools = tools
         self.names = sorted(tools, key=len, reverse=True)
         # Text that may follow a call: a separator, the section closer, a stop string.
@@ -156,7 +160,7 @@ class CallMatcher:
         return m.end()
 
     def json_args(self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
-        span = _json_span(text, i, final, "the arguments end before they are complete",
+        span = _json_span(text, i, final, self.memo, "the arguments end before they are complete",
                           "expected arguments as a JSON value")
         if not isinstance(span, tuple):
             return span
@@ -172,7 +176,7 @@ class CallMatcher:
 
     def json_call(self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch,
                   following: tuple) -> Step:
-        span = _json_span(text, i, final, "the call ends before it is complete", "expected a JSON object")
+        span = _json_span(text, i, final, self.memo, "the call ends before it is complete", "expected a JSON object")
         if not isinstance(span, tuple):
             return span
         i, end = span
@@ -233,7 +237,7 @@ class CallMatcher:
             matched = None
             for group in forms:
                 outcome = _match_form(group, text, j, final, properties, part.string_escaping, following,
-                                      part.string_wrapper, part.string_quotes)
+                                      part.string_wrapper, part.string_quotes, self.memo)
                 if outcome is NEED:
                     # An earlier form may still match once more text arrives: decide then, so that
                     # every chunking of the output reads the same.
@@ -276,11 +280,12 @@ _HANDLERS = {
 }
 
 
-def _json_span(text: str, i: int, final: bool, cut_short: str, not_json: str) -> tuple[int, int] | Step:
+def _json_span(text: str, i: int, final: bool, memo: Memo | None, cut_short: str, not_json: str
+               ) -> tuple[int, int] | Step:
     """Where the JSON value after the whitespace at ``i`` starts and ends; else the step to return:
     NEED (more text may complete it) or a Mismatch saying it was ``cut_short`` or is ``not_json``."""
     start = skip_ws(text, i)
-    end = value_end(text, start)
+    end = value_end(text, start, memo)
     if end == INCOMPLETE or (end == INVALID and start == len(text) and not final):
         return NEED if not final else Mismatch(cut_short)
     if end == INVALID:
@@ -325,7 +330,7 @@ def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape
 
 def _match_form(group: list[ArgumentShape], text: str, i: int, final: bool, properties: dict[str, Any],
                 escaping: str, following: tuple[str, ...], wrapper: tuple[str, str] = ("", ""),
-                quotes: tuple[str, str] = ("", "")) -> tuple[int, str, Any] | _Need | Mismatch:
+                quotes: tuple[str, str] = ("", ""), memo: Memo | None = None) -> tuple[int, str, Any] | _Need | Mismatch:
     """One argument written in one of the group's (shared) forms: (end, name, value)."""
     parts = group[0].parts
     key: str | None = None
@@ -374,7 +379,7 @@ def _match_form(group: list[ArgumentShape], text: str, i: int, final: bool, prop
                 i = at
             else:
                 j = skip_ws(text, i)
-                end = value_end(text, j)
+                end = value_end(text, j, memo)
                 if end == INCOMPLETE:
                     return NEED if not final else Mismatch("argument value ends early")
                 if end == INVALID:

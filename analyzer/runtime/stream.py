@@ -58,8 +58,9 @@ class Stream:
         self._call_start = 0
         self._calls = calls = shape.calls
         schemas = self.tools.schemas
-        self._matcher = CallMatcher(calls.call, schemas, calls.followers) if calls else None
-        self._alt_matcher = (CallMatcher(calls.no_arguments, schemas, calls.followers)
+        self._memo: dict = {}  # how far values in the buffer were scanned; cleared when it is consumed
+        self._matcher = CallMatcher(calls.call, schemas, calls.followers, self._memo) if calls else None
+        self._alt_matcher = (CallMatcher(calls.no_arguments, schemas, calls.followers, self._memo)
                              if calls and calls.no_arguments else None)
         # The text that ends a call, and its last character: a chunk without it cannot complete one.
         self._call_ender = calls.ends_with if calls else ""
@@ -174,6 +175,7 @@ class Stream:
     def _consume(self, n: int) -> None:
         self._buf = self._buf[n:]
         self._scan_from = 0
+        self._memo.clear()
         # Positions in reasoning searched already move with the text.
         self._candidate_scan = max(0, self._candidate_scan - n)
         self._ender_scan = max(0, self._ender_scan - n)

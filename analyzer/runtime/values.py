@@ -19,16 +19,26 @@ _LITERAL_START = set("-0123456789tfnTFN")
 _LITERAL_CHARS = set("0123456789+-.eEtruefalsnoTFN")  # numbers, true/false/null, True/False/None
 
 
-def value_end(text: str, start: int) -> int:
+# A string's body up to its closing quote (or up to a backslash the text ends on); runs of characters
+# that mean nothing inside a container. Matched by the re module, so long values cost little.
+_STRING_BODY = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S), "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
+_NOTHING_TO_SEE = re.compile(r"[^\"'{}\[\]]*")
+_CLOSERS = {"{": "}", "[": "]"}
+
+Memo = dict  # start of a value -> how far scanning it got: strings an offset, containers (offset, stack)
+
+
+def value_end(text: str, start: int, memo: Memo | None = None) -> int:
     """End offset of the JSON or Python value at ``start``; INCOMPLETE if the text stops inside it,
-    INVALID if no value starts there."""
+    INVALID if no value starts there. ``memo`` keeps how far an incomplete value was scanned, so that
+    text that only grows (a stream) is never scanned twice."""
     if start >= len(text):
         return INCOMPLETE
     first = text[start]
     if first in "{[":
-        return _container_end(text, start)
+        return _container_end(text, start, memo)
     if first in "\"'":
-        return _string_end(text, start)
+        return _string_end(text, start, memo)
     if first in _LITERAL_START:
         i = start
         while i < len(text) and text[i] in _LITERAL_CHARS:
@@ -37,41 +47,42 @@ def value_end(text: str, start: int) -> int:
     return INVALID
 
 
-def _string_end(text: str, start: int) -> int:
+def _string_end(text: str, start: int, memo: Memo | None) -> int:
     quote = text[start]
-    i = start + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == quote:
-            return i + 1
-        i += 1
+    resume = memo.get(start) if memo is not None else None
+    stop = _STRING_BODY[quote].match(text, resume if isinstance(resume, int) else start + 1).end()
+    if stop < len(text) and text[stop] == quote:
+        return stop + 1
+    if memo is not None:
+        memo[start] = stop  # the closing quote (or what follows a final backslash) is still to come
     return INCOMPLETE
 
 
-def _container_end(text: str, start: int) -> int:
-    closers = {"{": "}", "[": "]"}
-    stack = [closers[text[start]]]
-    i = start + 1
-    while i < len(text):
+def _container_end(text: str, start: int, memo: Memo | None) -> int:
+    resume = memo.get(start) if memo is not None else None
+    i, stack = (resume[0], list(resume[1])) if isinstance(resume, tuple) else (start + 1, [_CLOSERS[text[start]]])
+    while True:
+        i = _NOTHING_TO_SEE.match(text, i).end()
+        if i >= len(text):
+            break
         ch = text[i]
         if ch in "\"'":
-            end = _string_end(text, i)
+            end = _string_end(text, i, memo)
             if end == INCOMPLETE:
-                return INCOMPLETE
+                break
             i = end
             continue
-        if ch in closers:
-            stack.append(closers[ch])
-        elif ch in "}]":
-            if ch != stack[-1]:
-                return INVALID
+        if ch in _CLOSERS:
+            stack.append(_CLOSERS[ch])
+        elif ch != stack[-1]:
+            return INVALID
+        else:
             stack.pop()
             if not stack:
                 return i + 1
         i += 1
+    if memo is not None:
+        memo[start] = (i, tuple(stack))
     return INCOMPLETE
 
 
