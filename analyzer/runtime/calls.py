@@ -10,6 +10,7 @@ from .schema import schema_problem, validate
 from .shape import IdForm
 
 _ID_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_ID_TABLE = bytes(ord(_ID_LETTERS[byte % len(_ID_LETTERS)]) for byte in range(256))  # a byte to a letter
 
 
 class ToolSchemas:
@@ -71,7 +72,7 @@ def generated_id(form: IdForm, index: int, name: str, text: str) -> str:
     """An id of ``form`` made from the call's own text: distinct calls get distinct ids, and a batch
     parse and a stream agree."""
     digest = hashlib.sha256(f"{index}:{name}:{text}".encode("utf-8", "surrogatepass")).digest()
-    letters = "".join(_ID_LETTERS[byte % len(_ID_LETTERS)] for byte in digest)
+    letters = digest.translate(_ID_TABLE).decode("ascii")
     while len(letters) < form.generated_length:
         letters += letters
     return form.prefix + letters[:form.generated_length]

@@ -33,10 +33,10 @@ class Stream:
     """One parse in progress: feed model output with ``feed``, call ``finish`` at the end; both return
     deltas, and ``message`` is the message so far."""
 
-    def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *,
-                 thinking: bool | None = None, validate: bool = True):
+    def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | ToolSchemas | None = None, *,
+                 thinking: bool | None = None, validate: bool = True, plan: _Plan | None = None):
         self.shape = shape
-        self.tools = ToolSchemas(tools)
+        self.tools = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
         self.validate = validate and bool(self.tools)
         # Whether the prompt opened reasoning depends on the request's enable_thinking.
         self._opened_by_prompt = shape.reasoning is not None and shape.reasoning.opened_by_prompt(thinking)
@@ -62,30 +62,14 @@ class Stream:
         self._matcher = CallMatcher(calls.call, schemas, calls.followers, self._memo) if calls else None
         self._alt_matcher = (CallMatcher(calls.no_arguments, schemas, calls.followers, self._memo)
                              if calls and calls.no_arguments else None)
-        # The text that ends a call, and its last character: a chunk without it cannot complete one.
-        self._call_ender = calls.ends_with if calls else ""
-        self._call_ender_last = self._call_ender[-1:]
-        self._call_opener = calls.opener[0].text if calls and calls.opener else ""
-        # Calls that open with bare JSON have no marker to watch for, only this pattern (compiled once:
-        # it is searched on every chunk).
-        self._json_opener = (re.compile(self._calls.trigger.pattern)
-                             if self._calls is not None and self._calls.trigger.pattern else None)
-        # An answer written as a JSON object ({"answer": "..."}): its text streams as content.
-        self._answer_opener = (re.compile(r'\{\s*"' + re.escape(shape.answer_key) + r'"\s*:\s*"')
-                               if shape.answer_key else None)
+        plan = plan or _Plan(shape)
+        self._call_ender, self._call_ender_last, self._call_opener = plan.call_ender, plan.call_ender_last, plan.call_opener
+        self._json_opener, self._answer_opener, self._fences = plan.json_opener, plan.answer_opener, plan.fences
+        self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
+        self._reasoning_watch, self._reasoning_longest = plan.reasoning_watch, plan.reasoning_longest
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
         self._answer_closed = -1  # where its closing quote is, once seen
-        # Bare JSON may come in a code fence, which is dropped around it.
-        self._fences = self._json_opener is not None or self._answer_opener is not None
         self._fenced = False  # the call or answer being read opened a fence
-        self._watch = self._content_markers()
-        self._reasoning_watch = self._reasoning_words() if shape.reasoning else []
-        self._reasoning_longest = max((len(word) for word in self._reasoning_watch), default=1)
-        # The words a call opens with, which an output cut short may end inside.
-        self._call_words = [word for word in dict.fromkeys(
-            (calls.trigger.word, self._call_opener, *(m.text for m in calls.section_open[:1]))) if word] \
-            if calls else []
-        self._longest = max((len(w) for w in self._watch), default=1)
 
     # ------------------------------------------------------------------ public
 
@@ -128,27 +112,6 @@ class Stream:
         return deltas
 
     # ------------------------------------------------------------------ machinery
-
-    def _content_markers(self) -> list[str]:
-        watch: list[str] = []
-        shape = self.shape
-        if shape.reasoning:
-            watch.append(shape.reasoning.open[0].text)
-        if self._calls is not None:
-            if self._calls.trigger.word:
-                watch.append(self._calls.trigger.word)
-            if self._call_opener:
-                watch.append(self._call_opener)  # a call without its section opener
-        for literal in (shape.content_open, shape.content_close):
-            if literal:
-                watch.append(literal[0].text)
-        if self._calls is not None and self._calls.section_close and len(self._calls.section_close[0].text) > 2:
-            # A closer some templates write after content (not a bare "]", which is only JSON syntax).
-            watch.append(self._calls.section_close[0].text)
-        watch += [s for s in shape.stops if s]
-        if self._fences:
-            watch.append(_FENCE)
-        return [w for w in dict.fromkeys(watch) if w]
 
     def _emit(self, deltas: list[Delta], delta: Delta) -> None:
         apply(self.message, delta)
@@ -286,13 +249,6 @@ class Stream:
         self._consume(end)
         self._content_started = False
         self._state = _AFTER_REASONING
-
-    def _reasoning_words(self) -> list[str]:
-        assert self.shape.reasoning is not None
-        words = [self.shape.reasoning.close[0].text]
-        if self._calls is not None and self._calls.trigger.word:
-            words.append(self._calls.trigger.word)
-        return words
 
     def _call_in_reasoning(self, close_at: int, final: bool):
         """Where a complete call starts inside reasoning, before any close marker; NEED while a call
@@ -777,6 +733,58 @@ class Stream:
         self._emit(deltas, Delta(error=error))
 
 
+class _Plan:
+    """What a stream reads off its shape before any text: the same for every parse of one parser."""
+
+    def __init__(self, shape: OutputShape) -> None:
+        calls = shape.calls
+        # The text that ends a call, and its last character: a chunk without it cannot complete one.
+        self.call_ender = calls.ends_with if calls else ""
+        self.call_ender_last = self.call_ender[-1:]
+        self.call_opener = calls.opener[0].text if calls and calls.opener else ""
+        # Calls that open with bare JSON have no marker to watch for, only this pattern.
+        self.json_opener = re.compile(calls.trigger.pattern) if calls is not None and calls.trigger.pattern else None
+        # An answer written as a JSON object ({"answer": "..."}): its text streams as content.
+        self.answer_opener = (re.compile(r'\{\s*"' + re.escape(shape.answer_key) + r'"\s*:\s*"')
+                              if shape.answer_key else None)
+        # Bare JSON may come in a code fence, which is dropped around it.
+        self.fences = self.json_opener is not None or self.answer_opener is not None
+        self.watch = self._content_markers(shape)
+        self.longest = max((len(word) for word in self.watch), default=1)
+        self.reasoning_watch: list[str] = []
+        if shape.reasoning:
+            self.reasoning_watch = [shape.reasoning.close[0].text]
+            if calls is not None and calls.trigger.word:
+                self.reasoning_watch.append(calls.trigger.word)
+        self.reasoning_longest = max((len(word) for word in self.reasoning_watch), default=1)
+        # The words a call opens with, which an output cut short may end inside.
+        self.call_words = [word for word in dict.fromkeys(
+            (calls.trigger.word, self.call_opener, *(m.text for m in calls.section_open[:1]))) if word] \
+            if calls else []
+
+    def _content_markers(self, shape: OutputShape) -> list[str]:
+        """What content is watched for: markers that open reasoning, calls, content wrappers, stops."""
+        calls = shape.calls
+        watch: list[str] = []
+        if shape.reasoning:
+            watch.append(shape.reasoning.open[0].text)
+        if calls is not None:
+            if calls.trigger.word:
+                watch.append(calls.trigger.word)
+            if self.call_opener:
+                watch.append(self.call_opener)  # a call without its section opener
+        for literal in (shape.content_open, shape.content_close):
+            if literal:
+                watch.append(literal[0].text)
+        if calls is not None and calls.section_close and len(calls.section_close[0].text) > 2:
+            # A closer some templates write after content (not a bare "]", which is only JSON syntax).
+            watch.append(calls.section_close[0].text)
+        watch += [stop for stop in shape.stops if stop]
+        if self.fences:
+            watch.append(_FENCE)
+        return [word for word in dict.fromkeys(watch) if word]
+
+
 def _may_open_member(tail: str, key: str) -> bool:
     """Whether ``tail`` (from a "{") may still become the opening of ``{"key": "``."""
     rest = tail[1:].lstrip()
@@ -910,9 +918,11 @@ class Parser:
         self.shape = shape
         self.tools = tools or []
         self.thinking = thinking
+        self._schemas = ToolSchemas(self.tools)  # read, and each schema checked, once for every parse
+        self._plan = _Plan(shape)
 
     def stream(self) -> Stream:
-        return Stream(self.shape, self.tools, thinking=self.thinking)
+        return Stream(self.shape, self._schemas, thinking=self.thinking, plan=self._plan)
 
     def parse(self, text: str) -> Message:
         stream = self.stream()
