@@ -1,9 +1,9 @@
 """template-analyzer: derive tool-call formats, parsers and grammars from LLM chat templates.
 
-    from analyzer import load_template, analyze, Parser, lower, to_grammar
-    description = analyze(load_template("model/tokenizer_config.json"))
-    message = Parser(description, tools).parse(model_output)
-    grammar = to_grammar(lower(description), tools, tool_choice="auto")
+from analyzer import load_template, analyze, Parser, lower, to_grammar
+description = analyze(load_template("model/tokenizer_config.json"))
+message = Parser(description, tools).parse(model_output)
+grammar = to_grammar(lower(description), tools, tool_choice="auto")
 """
 
 from analyzer.analysis import analyze
@@ -21,7 +21,23 @@ from analyzer.template import Template
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnalyzerError", "FormatDescription", "Grammar", "InputError", "Message", "OutputShape", "Parser",
-    "RenderError", "SourceError", "StreamParser", "Template", "analyze", "compile_template", "dumps",
-    "generate_parser_module", "load_template", "loads", "lower", "to_grammar",
+    "AnalyzerError",
+    "FormatDescription",
+    "Grammar",
+    "InputError",
+    "Message",
+    "OutputShape",
+    "Parser",
+    "RenderError",
+    "SourceError",
+    "StreamParser",
+    "Template",
+    "analyze",
+    "compile_template",
+    "dumps",
+    "generate_parser_module",
+    "load_template",
+    "loads",
+    "lower",
+    "to_grammar",
 ]

@@ -13,8 +13,18 @@ from __future__ import annotations
 from typing import Any
 
 from analyzer.description import (
-    SCHEMA_VERSION, CallIds, Calls, Capabilities, Capability, Field, FormatDescription, JsonArguments,
-    KeyValueArguments, TemplateRef, Text, Unknown,
+    SCHEMA_VERSION,
+    CallIds,
+    Calls,
+    Capabilities,
+    Capability,
+    Field,
+    FormatDescription,
+    JsonArguments,
+    KeyValueArguments,
+    TemplateRef,
+    Text,
+    Unknown,
 )
 from analyzer.detect.calls import detect_calls
 from analyzer.detect.context import detect_context, own_variables
@@ -30,13 +40,18 @@ from analyzer.evidence import Evidence
 from analyzer.render import variants as v
 from analyzer.render.conversation import Renderer
 from analyzer.render.engines import (
-    DEFAULT_ENGINE, RenderLimits, compile_mutable, compile_template,
+    DEFAULT_ENGINE,
+    RenderLimits,
+    compile_mutable,
+    compile_template,
 )
 from analyzer.render.session import Failed, Session
 from analyzer.template import Template
 
-def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderLimits | None = None
-            ) -> FormatDescription:
+
+def analyze(
+    template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderLimits | None = None
+) -> FormatDescription:
     compiled = compile_template(template, engine, limits)
     session = Session(compiled, v.Spelling())
     warnings: list[str] = []
@@ -49,20 +64,26 @@ def analyze(template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderL
         fallback_found = probe(fallback)
         if fallback_found.renders_call:
             compiled, session, found = fallback.compiled, fallback, fallback_found
-            warnings.append(f"renders tool calls only when the template may modify lists it builds "
-                            f"(fails in {engine} and in transformers' sandbox)")
+            warnings.append(
+                f"renders tool calls only when the template may modify lists it builds "
+                f"(fails in {engine} and in transformers' sandbox)"
+            )
     warnings += found.warnings
     session = session.with_form(found.form)
 
     turn = detect_turn(session, found.call_output)
     reasoning = detect_reasoning(session, turn)
-    ids = CallIds("not written", found.id_forms_accepted, found.id_forms_refused) \
-        if found.id_forms_accepted else Unknown("no id form renders a call")
+    ids = (
+        CallIds("not written", found.id_forms_accepted, found.id_forms_refused)
+        if found.id_forms_accepted
+        else Unknown("no id form renders a call")
+    )
     finding = detect_calls(session, turn, found.call_output, ids)
     warnings += finding.warnings
     calls = finding.calls
-    results = detect_results(session, turn.stop) if isinstance(calls, Calls) else Unknown(
-        "the template writes no tool calls")
+    results = (
+        detect_results(session, turn.stop) if isinstance(calls, Calls) else Unknown("the template writes no tool calls")
+    )
 
     capabilities = Capabilities(
         tools=_tools_capability(session),
@@ -103,8 +124,12 @@ def classify(calls: Calls | Unknown) -> str:
         parts = calls.call
         for k, part in enumerate(parts[:-1]):
             following = parts[k + 1]
-            if isinstance(part, Field) and part.name == "name" and isinstance(following, Text) \
-                    and following.text.startswith("("):
+            if (
+                isinstance(part, Field)
+                and part.name == "name"
+                and isinstance(following, Text)
+                and following.text.startswith("(")
+            ):
                 return "python"
         return "tag-kv"
     return "unknown"
@@ -146,8 +171,13 @@ def _bind_missing_variables(template: Template, session: Session, warnings: list
     return bound
 
 
-def inspect(template: Template, description: FormatDescription, *, tools: list[dict[str, Any]] | None = None,
-            engine: str | None = None) -> Evidence:
+def inspect(
+    template: Template,
+    description: FormatDescription,
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    engine: str | None = None,
+) -> Evidence:
     """What a deployment of ``template`` should know beyond ``description`` (its analysis), each fact
     with the render excerpt it rests on. ``tools`` are the caller's, measured instead of the analysis's
     sentinel tools; ``engine`` defaults to the one the analysis used."""
@@ -160,4 +190,3 @@ def inspect(template: Template, description: FormatDescription, *, tools: list[d
         history=detect_history(renderer, description),
         sample=detect_sample(renderer, description),
     )
-

@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from analyzer import corpus as corpus_lib
 from analyzer import response_check
-from analyzer.analysis import analyze as analyze_template, inspect as inspect_template
-from analyzer.backends.audit import audit as audit_template, render_text as render_audit
+from analyzer.analysis import analyze as analyze_template
+from analyzer.analysis import inspect as inspect_template
+from analyzer.backends.audit import audit as audit_template
+from analyzer.backends.audit import render_text as render_audit
 from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
 from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
 from analyzer.backends.html_report import render_html
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
-from analyzer.backends.prompted import STYLES, prompted as prompted_setup
+from analyzer.backends.prompted import STYLES
+from analyzer.backends.prompted import prompted as prompted_setup
 from analyzer.backends.response_template import to_response_template
 from analyzer.description import FormatDescription, dumps, to_dict
 from analyzer.errors import AnalyzerError, ConversationError, InputError, ReplyCut
@@ -72,8 +76,9 @@ class JsonListFile(click.ParamType):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            self.fail(f"{value}: {self.what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                      param, ctx)
+            self.fail(
+                f"{value}: {self.what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", param, ctx
+            )
         if isinstance(data, dict) and self.key in data:
             data = data[self.key]
         if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
@@ -85,25 +90,31 @@ TOOLS = JsonListFile("tools", "tools")
 MESSAGES = JsonListFile("messages", "messages")
 
 engine_option = click.option(
-    "--engine", type=click.Choice(sorted(ENGINES)), default=DEFAULT_ENGINE, show_default=True,
+    "--engine",
+    type=click.Choice(sorted(ENGINES)),
+    default=DEFAULT_ENGINE,
+    show_default=True,
     help="Jinja engine: minijinja (default: agrees with transformers' jinja2 on 65 of 70 corpus templates "
-         "and is far faster) or jinja2 (set up as Hugging Face transformers renders).")
+    "and is far faster) or jinja2 (set up as Hugging Face transformers renders).",
+)
 variant_option = click.option("--variant", default=None, help="Named template to use when a source holds several.")
 thinking_option = click.option(
-    "--thinking/--no-thinking", default=None,
-    help="The enable_thinking value the prompt is rendered with (default: the template's own).")
+    "--thinking/--no-thinking",
+    default=None,
+    help="The enable_thinking value the prompt is rendered with (default: the template's own).",
+)
 no_parallel_option = click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
 
 
-def tools_option(help: str, *, required: bool = False) -> Callable:  # noqa: A002 - click's name
+def tools_option(help: str, *, required: bool = False) -> Callable:
     return click.option("--tools", type=TOOLS, default=None, required=required, help=help)
 
 
-def messages_option(help: str, *, required: bool = True) -> Callable:  # noqa: A002 - click's name
+def messages_option(help: str, *, required: bool = True) -> Callable:
     return click.option("--messages", type=MESSAGES, default=None, required=required, help=help)
 
 
-def tool_choice_option(help: str) -> Callable:  # noqa: A002 - click's name
+def tool_choice_option(help: str) -> Callable:
     return click.option("--tool-choice", default="auto", show_default=True, help=help)
 
 
@@ -173,8 +184,9 @@ def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str
 @click.option("--html", "html_file", default=None, help="Also write a self-contained HTML page to this file.")
 @engine_option
 @variant_option
-def audit(template: str, tools: JsonList | None, as_json: bool, html_file: str | None, engine: str,
-          variant: str | None) -> None:
+def audit(
+    template: str, tools: JsonList | None, as_json: bool, html_file: str | None, engine: str, variant: str | None
+) -> None:
     """Audit TEMPLATE: where tools go and their cost, refusals, date use, engine agreement, result linking."""
     loaded, description = _analysed(template, variant, engine)
     evidence = inspect_template(loaded, description, tools=_items(tools) or None, engine=engine)
@@ -219,8 +231,9 @@ def diff_command(old: str, new: str, engine: str) -> None:
 @click.option("--generation-prompt", is_flag=True, help="Append the assistant generation prompt.")
 @engine_option
 @variant_option
-def render(template: str, messages: JsonList, tools: JsonList | None, generation_prompt: bool, engine: str,
-           variant: str | None) -> None:
+def render(
+    template: str, messages: JsonList, tools: JsonList | None, generation_prompt: bool, engine: str, variant: str | None
+) -> None:
     """Print the prompt TEMPLATE renders for a conversation."""
     try:
         conversation = check_conversation(messages.items, empty=True)
@@ -235,12 +248,21 @@ def render(template: str, messages: JsonList, tools: JsonList | None, generation
 @click.argument("template")
 @tools_option("JSON file with the tools list (to validate calls).")
 @click.option("--stream", is_flag=True, help="Print one delta per line as input arrives, then the message.")
-@click.option("--jsonl", is_flag=True, help="Each input line is a JSON string holding one output; one message per line.")
+@click.option(
+    "--jsonl", is_flag=True, help="Each input line is a JSON string holding one output; one message per line."
+)
 @thinking_option
 @engine_option
 @variant_option
-def parse(template: str, tools: JsonList | None, stream: bool, jsonl: bool, thinking: bool | None, engine: str,
-          variant: str | None) -> None:
+def parse(
+    template: str,
+    tools: JsonList | None,
+    stream: bool,
+    jsonl: bool,
+    thinking: bool | None,
+    engine: str,
+    variant: str | None,
+) -> None:
     """Parse model output (stdin) into an OpenAI-style assistant message."""
     if stream and jsonl:
         raise InputError("--stream and --jsonl cannot be used together")
@@ -265,8 +287,9 @@ def parse(template: str, tools: JsonList | None, stream: bool, jsonl: bool, thin
 @thinking_option
 @engine_option
 @variant_option
-def parser_module(template: str, output: str, tools: JsonList | None, thinking: bool | None, engine: str,
-                  variant: str | None) -> None:
+def parser_module(
+    template: str, output: str, tools: JsonList | None, thinking: bool | None, engine: str, variant: str | None
+) -> None:
     """Write a standalone Python parser module for TEMPLATE (standard library only)."""
     source = generate_parser_module(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking)
     _write(output, source, "the parser module")
@@ -277,13 +300,27 @@ def parser_module(template: str, output: str, tools: JsonList | None, thinking: 
 @tools_option("JSON file with the tools list.", required=True)
 @tool_choice_option("auto (lazy grammar with triggers), required (eager), none (no grammar), or a tool's name.")
 @no_parallel_option
-@click.option("--format", "output_format", type=click.Choice(["gbnf", "llama-server"]), default="gbnf",
-              show_default=True, help="GBNF text, or the JSON fields of a llama-server /completion request.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["gbnf", "llama-server"]),
+    default="gbnf",
+    show_default=True,
+    help="GBNF text, or the JSON fields of a llama-server /completion request.",
+)
 @thinking_option
 @engine_option
 @variant_option
-def grammar(template: str, tools: JsonList, tool_choice: str, no_parallel: bool, output_format: str,
-            thinking: bool | None, engine: str, variant: str | None) -> None:
+def grammar(
+    template: str,
+    tools: JsonList,
+    tool_choice: str,
+    no_parallel: bool,
+    output_format: str,
+    thinking: bool | None,
+    engine: str,
+    variant: str | None,
+) -> None:
     """A grammar that makes a server write only valid calls in TEMPLATE's format."""
     if not tools.items:
         raise InputError(f"{tools.path}: no tools declared")
@@ -295,8 +332,9 @@ def grammar(template: str, tools: JsonList, tool_choice: str, no_parallel: bool,
             return
         click.echo(result.text, nl=not result.text.endswith("\n"))
         return
-    click.echo(json.dumps(llama_server_fields(result, preserved_tokens(shape), shape.stops), ensure_ascii=False,
-                          indent=2))
+    click.echo(
+        json.dumps(llama_server_fields(result, preserved_tokens(shape), shape.stops), ensure_ascii=False, indent=2)
+    )
 
 
 @cli.command()
@@ -305,21 +343,46 @@ def grammar(template: str, tools: JsonList, tool_choice: str, no_parallel: bool,
 @tools_option("JSON file with the tools list.")
 @tool_choice_option("auto (lazy grammar with triggers), required (eager), none (no grammar), or a tool's name.")
 @no_parallel_option
-@click.option("--n-predict", type=click.IntRange(min=1), default=DEFAULT_N_PREDICT, show_default=True,
-              help="Most tokens the server may write.")
+@click.option(
+    "--n-predict",
+    type=click.IntRange(min=1),
+    default=DEFAULT_N_PREDICT,
+    show_default=True,
+    help="Most tokens the server may write.",
+)
 @thinking_option
-@click.option("--send", "url", default=None,
-              help="Post the request to this llama-server (e.g. http://127.0.0.1:8080) and print the "
-                   "OpenAI chat.completion our parser makes of the reply.")
+@click.option(
+    "--send",
+    "url",
+    default=None,
+    help="Post the request to this llama-server (e.g. http://127.0.0.1:8080) and print the "
+    "OpenAI chat.completion our parser makes of the reply.",
+)
 @click.option("--stream", is_flag=True, help="With --send: stream, printing one chat.completion.chunk per line.")
-@click.option("--tool-format", type=click.Choice(TOOL_FORMATS), default="auto", show_default=True,
-              help="native: the template's own call format; json/fenced: the prompted format (see `prompted`); "
-                   "auto: native when the template writes calls, else prompted json.")
+@click.option(
+    "--tool-format",
+    type=click.Choice(TOOL_FORMATS),
+    default="auto",
+    show_default=True,
+    help="native: the template's own call format; json/fenced: the prompted format (see `prompted`); "
+    "auto: native when the template writes calls, else prompted json.",
+)
 @engine_option
 @variant_option
-def export(template: str, messages: JsonList, tools: JsonList | None, tool_choice: str, no_parallel: bool,
-           n_predict: int, thinking: bool | None, url: str | None, stream: bool, tool_format: str, engine: str,
-           variant: str | None) -> None:
+def export(
+    template: str,
+    messages: JsonList,
+    tools: JsonList | None,
+    tool_choice: str,
+    no_parallel: bool,
+    n_predict: int,
+    thinking: bool | None,
+    url: str | None,
+    stream: bool,
+    tool_format: str,
+    engine: str,
+    variant: str | None,
+) -> None:
     """A llama-server /completion request for a conversation: prompt, grammar, triggers, stops.
 
     Exit codes with --send: 3 no server answered, 4 the server returned an HTTP error, 5 the reply was
@@ -327,8 +390,15 @@ def export(template: str, messages: JsonList, tools: JsonList | None, tool_choic
     if stream and url is None:
         raise InputError("--stream needs --send URL")
     loaded, description = _analysed(template, variant, engine)
-    request = ChatRequest(messages.items, _items(tools), tool_choice=tool_choice, parallel=not no_parallel,
-                          n_predict=n_predict, thinking=thinking, tool_format=tool_format)
+    request = ChatRequest(
+        messages.items,
+        _items(tools),
+        tool_choice=tool_choice,
+        parallel=not no_parallel,
+        n_predict=n_predict,
+        thinking=thinking,
+        tool_format=tool_format,
+    )
     try:
         completion = prepare(loaded, description, request, engine=engine)
     except ConversationError as exc:
@@ -355,23 +425,46 @@ def export(template: str, messages: JsonList, tools: JsonList | None, tool_choic
 @click.argument("template")
 @tools_option("JSON file with the tools list.", required=True)
 @tool_choice_option("auto (a call or an answer), required (a call), none (an answer), or a tool's name.")
-@click.option("--style", type=click.Choice(STYLES), default="json", show_default=True,
-              help="json: every reply is one JSON object; fenced: prose, with calls in ```tool_call blocks.")
+@click.option(
+    "--style",
+    type=click.Choice(STYLES),
+    default="json",
+    show_default=True,
+    help="json: every reply is one JSON object; fenced: prose, with calls in ```tool_call blocks.",
+)
 @click.option("--no-parallel", is_flag=True, help="Fenced style: allow one call per reply.")
 @messages_option("JSON file with a conversation: also print its prompt, rendered by the template.", required=False)
 @thinking_option
 @engine_option
 @variant_option
-def prompted(template: str, tools: JsonList, tool_choice: str, style: str, no_parallel: bool,
-             messages: JsonList | None, thinking: bool | None, engine: str, variant: str | None) -> None:
+def prompted(
+    template: str,
+    tools: JsonList,
+    tool_choice: str,
+    style: str,
+    no_parallel: bool,
+    messages: JsonList | None,
+    thinking: bool | None,
+    engine: str,
+    variant: str | None,
+) -> None:
     """Tool calling through the prompt, for templates with no tool format of their own: the system
     prompt text, the reply format, a grammar and a JSON schema that enforce it, as one JSON object."""
     if not tools.items:
         raise InputError(f"{tools.path}: no tools declared")
     loaded, description = _analysed(template, variant, engine)
     try:
-        setup = prompted_setup(loaded, description, messages.items if messages else None, tools.items, style=style,
-                               tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking, engine=engine)
+        setup = prompted_setup(
+            loaded,
+            description,
+            messages.items if messages else None,
+            tools.items,
+            style=style,
+            tool_choice=tool_choice,
+            parallel=not no_parallel,
+            thinking=thinking,
+            engine=engine,
+        )
     except ConversationError as exc:
         raise ConversationError(f"{messages.path if messages else 'messages'}: {exc.message}") from None
     click.echo(json.dumps(setup.to_dict(with_prompt=messages is not None), ensure_ascii=False, indent=2))
@@ -379,22 +472,50 @@ def prompted(template: str, tools: JsonList, tool_choice: str, style: str, no_pa
 
 @cli.command("response-template")
 @click.argument("template")
-@click.option("-o", "--output", default=None, help="File to write the response_template to (- for stdout, the "
-                                                   "default unless --into is given).")
-@click.option("--partial", is_flag=True, help="Write what can be expressed and list what is left out (on "
-                                              "stderr), instead of failing on the first part that cannot be.")
-@click.option("--into", "into", default=None, help="Also write it under response_template in this "
-                                                   "tokenizer_config.json (or a model folder's), every other key "
-                                                   "left as it was.")
-@click.option("--check", is_flag=True, help="Run transformers' parser with a response_template (the one the model "
-                                            "ships, or --against FILE) over the template's renders, and report per "
-                                            "case where it disagrees with what the template wrote (exit 1 if any).")
-@click.option("--against", default=None, help="With --check: the response_template to check (a JSON file holding "
-                                              "one, or a tokenizer_config.json).")
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="File to write the response_template to (- for stdout, the default unless --into is given).",
+)
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="Write what can be expressed and list what is left out (on "
+    "stderr), instead of failing on the first part that cannot be.",
+)
+@click.option(
+    "--into",
+    "into",
+    default=None,
+    help="Also write it under response_template in this "
+    "tokenizer_config.json (or a model folder's), every other key "
+    "left as it was.",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Run transformers' parser with a response_template (the one the model "
+    "ships, or --against FILE) over the template's renders, and report per "
+    "case where it disagrees with what the template wrote (exit 1 if any).",
+)
+@click.option(
+    "--against",
+    default=None,
+    help="With --check: the response_template to check (a JSON file holding one, or a tokenizer_config.json).",
+)
 @engine_option
 @variant_option
-def response_template(template: str, output: str | None, partial: bool, into: str | None, check: bool,
-                      against: str | None, engine: str, variant: str | None) -> None:
+def response_template(
+    template: str,
+    output: str | None,
+    partial: bool,
+    into: str | None,
+    check: bool,
+    against: str | None,
+    engine: str,
+    variant: str | None,
+) -> None:
     """A transformers response_template (version 1) for TEMPLATE's output: reasoning, content, tool calls."""
     if against is not None and not check:
         raise InputError("--against needs --check")
@@ -426,8 +547,12 @@ def corpus() -> None:
 
 
 @corpus.command("fetch")
-@click.option("--dest", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Cache folder (default: ~/.cache/template-analyzer or $TEMPLATE_ANALYZER_CACHE).")
+@click.option(
+    "--dest",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Cache folder (default: ~/.cache/template-analyzer or $TEMPLATE_ANALYZER_CACHE).",
+)
 def corpus_fetch(dest: Path | None) -> None:
     """Download (once), verify and extract the corpus; print the folder holding the templates."""
     folder = corpus_lib.fetch(dest, progress=lambda line: click.echo(line, err=True))
@@ -436,10 +561,13 @@ def corpus_fetch(dest: Path | None) -> None:
 
 @cli.command()
 @click.option("--update", is_flag=True, help="Rewrite golden/ from the current analysis.")
-@click.option("--corpus-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder of corpus templates (default: fetch the corpus).")
-@click.option("--golden-dir", type=click.Path(file_okay=False, path_type=Path), default=GOLDEN_DIR,
-              show_default=True)
+@click.option(
+    "--corpus-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of corpus templates (default: fetch the corpus).",
+)
+@click.option("--golden-dir", type=click.Path(file_okay=False, path_type=Path), default=GOLDEN_DIR, show_default=True)
 def golden(update: bool, corpus_dir: Path | None, golden_dir: Path) -> None:
     """Compare the analysis of every corpus template with golden/ (or rewrite it with --update)."""
     folder = corpus_dir or corpus_lib.fetch(progress=lambda line: click.echo(line, err=True))

@@ -263,8 +263,25 @@ class FormatDescription:
 
 _NODES: dict[str, type] = {
     cls.kind: cls
-    for cls in (Unknown, Text, Field, JsonArguments, ArgumentForm, KeyValueArguments, JsonCall, CallIds,
-                Calls, Turn, Reasoning, Results, Capability, Capabilities, InputForm, TemplateRef, FormatDescription)
+    for cls in (
+        Unknown,
+        Text,
+        Field,
+        JsonArguments,
+        ArgumentForm,
+        KeyValueArguments,
+        JsonCall,
+        CallIds,
+        Calls,
+        Turn,
+        Reasoning,
+        Results,
+        Capability,
+        Capabilities,
+        InputForm,
+        TemplateRef,
+        FormatDescription,
+    )
 }
 
 

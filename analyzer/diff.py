@@ -8,8 +8,8 @@ one) is ``analyzer.markers``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from rapidfuzz.distance import Indel
 
@@ -21,7 +21,7 @@ def common_prefix_len(a: str, b: str) -> int:
     i = 0
     # Compare in blocks first: renders share long prefixes (the system prompt).
     step = 64
-    while i + step <= n and a[i:i + step] == b[i:i + step]:
+    while i + step <= n and a[i : i + step] == b[i : i + step]:
         i += step
     while i < n and a[i] == b[i]:
         i += 1
@@ -78,8 +78,7 @@ class RepeatedUnit:
     counters: tuple[tuple[int, str, str], ...]
 
 
-def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_contain: str
-                  ) -> RepeatedUnit | None:
+def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_contain: str) -> RepeatedUnit | None:
     """Find the unit that repeats when a second item (call, argument) is added.
 
     ``to_first`` turns the second item's text into the first's (its sentinels replaced by the
@@ -97,7 +96,7 @@ def repeated_unit(one: str, two: str, to_first: Callable[[str], str], must_conta
         end_ok = not inside[end] if end < len(inside) else True
         if best is not None and best[0][0] and not end_ok:
             continue  # a unit ending inside a marker cannot beat one on marker boundaries
-        inserted = two[end:end + ins.size]
+        inserted = two[end : end + ins.size]
         translated = to_first(inserted)
         # The unit is a suffix of ``translated`` that also ends ``one`` at ``end`` (digits may differ:
         # they count items). Every such suffix up to the longest common one is a candidate.
@@ -136,14 +135,14 @@ def _common_suffix_digits_alike(one: str, end: int, other: str) -> int:
     i = 0
     # Equal blocks first; the character loop below only runs near differences.
     step = 32
-    while i + step <= n and one[end - i - step:end - i] == other[len(other) - i - step:len(other) - i]:
+    while i + step <= n and one[end - i - step : end - i] == other[len(other) - i - step : len(other) - i]:
         i += step
     while i < n:
         a, b = one[end - 1 - i], other[len(other) - 1 - i]
         if a != b and not (a.isdigit() and b.isdigit()):
             break
         i += 1
-        while i + step <= n and one[end - i - step:end - i] == other[len(other) - i - step:len(other) - i]:
+        while i + step <= n and one[end - i - step : end - i] == other[len(other) - i - step : len(other) - i]:
             i += step
     return i
 
@@ -182,11 +181,11 @@ def added_text(base: str, longer: str, must_contain: str) -> str | None:
     """
     head = common_prefix_len(base, longer)
     tail = common_suffix_len(base, longer, limit=min(len(base), len(longer)) - head)
-    middle = longer[head:len(longer) - tail]
+    middle = longer[head : len(longer) - tail]
     if must_contain in middle and len(longer) - len(base) == len(middle):
         return middle
     for op in Indel.opcodes(base, longer):
-        if op.tag != "equal" and must_contain in longer[op.dest_start:op.dest_end]:
+        if op.tag != "equal" and must_contain in longer[op.dest_start : op.dest_end]:
             start, end = op.dest_start, op.dest_end
             if op.tag == "insert":
                 start, end = _slide_late(longer, start, end)

@@ -35,7 +35,7 @@ def excerpt(text: str, start: int, end: int | None = None, width: int = CONTEXT)
     middle = text[start:end]
     if len(middle) > 2 * width:
         middle = middle[:width] + " ... " + middle[-width:]
-    return text[max(0, start - width):start] + middle + text[end:end + width]
+    return text[max(0, start - width) : start] + middle + text[end : end + width]
 
 
 # --------------------------------------------------------------------------- tool definitions

@@ -72,30 +72,53 @@ def tool_format_for(description: FormatDescription, request: ChatRequest) -> tup
         return request.tool_format, ()
     if description.format != "none" or not request.tools:
         return "native", ()
-    return "json", (f"{description.template.name}: the template writes no tool calls: using the prompted json "
-                    "format",)
+    return "json", (f"{description.template.name}: the template writes no tool calls: using the prompted json format",)
 
 
-def prepare(template: Template, description: FormatDescription, request: ChatRequest, *,
-            engine: str | None = None) -> Completion:
+def prepare(
+    template: Template, description: FormatDescription, request: ChatRequest, *, engine: str | None = None
+) -> Completion:
     tool_format, notes = tool_format_for(description, request)
     if tool_format != "native":
         if not request.tools:
             raise InputError(f"the prompted {tool_format} format needs tools")
-        setup = prompted(template, description, request.messages, request.tools, style=tool_format,
-                         tool_choice=request.tool_choice, parallel=request.parallel, thinking=request.thinking,
-                         engine=engine)
-        body = {"prompt": server_prompt(template, setup.prompt.text), "n_predict": request.n_predict,
-                **llama_server_fields(setup.grammar, preserved_tokens(setup.shape), setup.shape.stops)}
+        setup = prompted(
+            template,
+            description,
+            request.messages,
+            request.tools,
+            style=tool_format,
+            tool_choice=request.tool_choice,
+            parallel=request.parallel,
+            thinking=request.thinking,
+            engine=engine,
+        )
+        body = {
+            "prompt": server_prompt(template, setup.prompt.text),
+            "n_predict": request.n_predict,
+            **llama_server_fields(setup.grammar, preserved_tokens(setup.shape), setup.shape.stops),
+        }
         return Completion(body, setup.parser, tool_format, notes)
     renderer = Renderer.for_template(template, description, engine=engine)
-    rendered = renderer.render(check_conversation(request.messages), tools=request.tools or None,
-                               generation_prompt=True, thinking=request.thinking)
+    rendered = renderer.render(
+        check_conversation(request.messages),
+        tools=request.tools or None,
+        generation_prompt=True,
+        thinking=request.thinking,
+    )
     shape = lower(description)
-    grammar = to_grammar(shape, request.tools, tool_choice=request.tool_choice, parallel=request.parallel,
-                         thinking=request.thinking) if request.tools else None
-    body = {"prompt": server_prompt(template, rendered), "n_predict": request.n_predict,
-            **llama_server_fields(grammar, preserved_tokens(shape), shape.stops)}
+    grammar = (
+        to_grammar(
+            shape, request.tools, tool_choice=request.tool_choice, parallel=request.parallel, thinking=request.thinking
+        )
+        if request.tools
+        else None
+    )
+    body = {
+        "prompt": server_prompt(template, rendered),
+        "n_predict": request.n_predict,
+        **llama_server_fields(grammar, preserved_tokens(shape), shape.stops),
+    }
     return Completion(body, Parser(shape, request.tools, thinking=request.thinking), "native", notes)
 
 
@@ -108,7 +131,7 @@ def server_prompt(template: Template, rendered: str) -> str:
     bos = template.bos_token if template.bos_token is not None else DEFAULT_BOS
     if template.add_bos is False or not bos or not rendered.startswith(bos):
         return rendered
-    return rendered[len(bos):]
+    return rendered[len(bos) :]
 
 
 # --------------------------------------------------------------------------- the reply
@@ -120,10 +143,11 @@ def completion_url(url: str) -> str:
 
 
 def _post(url: str, body: dict[str, Any], timeout: float):
-    request = urllib.request.Request(completion_url(url), data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        completion_url(url), data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
     try:
-        return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 - the user names the server
+        return urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         raise ServerRefused(f"{completion_url(url)}: HTTP {exc.code}: {_server_message(exc)}") from None
     except (urllib.error.URLError, OSError) as exc:
@@ -178,7 +202,7 @@ def stream_chunks(url: str, completion: Completion, *, timeout: float = 600.0) -
             line = raw.decode("utf-8").strip()
             if not line.startswith("data:"):
                 continue
-            payload = line[len("data:"):].strip()
+            payload = line[len("data:") :].strip()
             if payload == "[DONE]":
                 break
             event = json.loads(payload)
@@ -201,5 +225,15 @@ def _chunk(completion_id: str, event: dict[str, Any], delta: Delta) -> dict[str,
     return chunk
 
 
-__all__ = ["ChatRequest", "Completion", "DEFAULT_N_PREDICT", "TOOL_FORMATS", "completion_url", "prepare", "send",
-           "server_prompt", "stream_chunks", "tool_format_for"]
+__all__ = [
+    "DEFAULT_N_PREDICT",
+    "TOOL_FORMATS",
+    "ChatRequest",
+    "Completion",
+    "completion_url",
+    "prepare",
+    "send",
+    "server_prompt",
+    "stream_chunks",
+    "tool_format_for",
+]

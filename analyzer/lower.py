@@ -17,13 +17,38 @@ from __future__ import annotations
 import re
 
 from analyzer.description import (
-    ArgumentForm, Calls, Field, FormatDescription, JsonArguments, KeyValueArguments, Pattern, Reasoning, Text, Unknown,
+    ArgumentForm,
+    Calls,
+    Field,
+    FormatDescription,
+    JsonArguments,
+    KeyValueArguments,
+    Pattern,
+    Reasoning,
+    Text,
+    Unknown,
 )
 from analyzer.errors import UnsupportedFormat
 from analyzer.markers import special_word
 from analyzer.runtime.shape import (
-    ID_FORMS, ArgKey, ArgumentShape, ArgValue, CallId, CallsShape, IdForm, Index, JsonArgs, JsonCallObject,
-    KeyValueArgs, Marker, Markers, Name, OutputShape, Part, ReasoningShape, Trigger,
+    ID_FORMS,
+    ArgKey,
+    ArgumentShape,
+    ArgValue,
+    CallId,
+    CallsShape,
+    IdForm,
+    Index,
+    JsonArgs,
+    JsonCallObject,
+    KeyValueArgs,
+    Marker,
+    Markers,
+    Name,
+    OutputShape,
+    Part,
+    ReasoningShape,
+    Trigger,
 )
 
 _WHITESPACE = re.compile(r"\s+")
@@ -89,19 +114,34 @@ def _lower_field(item: Field, calls: Calls, id_form: IdForm) -> Part:
         if isinstance(arguments, JsonArguments):
             return JsonArgs(arguments.encoding)  # type: ignore[arg-type]
         if isinstance(arguments, KeyValueArguments):
-            return key_value_args(arguments.forms, arguments.separator if isinstance(arguments.separator, str) else "",
-                                  arguments.string_escaping if isinstance(arguments.string_escaping, str) else "none",
-                                  sorted_names=arguments.order == "sorted",
-                                  string_wrapper=arguments.special_string_wrapper)
+            return key_value_args(
+                arguments.forms,
+                arguments.separator if isinstance(arguments.separator, str) else "",
+                arguments.string_escaping if isinstance(arguments.string_escaping, str) else "none",
+                sorted_names=arguments.order == "sorted",
+                string_wrapper=arguments.special_string_wrapper,
+            )
         raise UnsupportedFormat(f"arguments are not understood: {getattr(arguments, 'reason', arguments)}")
     raise UnsupportedFormat(f"unknown call field {item.name!r}")
 
 
-def key_value_args(forms: tuple[ArgumentForm, ...], separator: str, escaping: str, *,
-                   sorted_names: bool = False, string_wrapper: tuple[str, str] = ("", "")) -> KeyValueArgs:
+def key_value_args(
+    forms: tuple[ArgumentForm, ...],
+    separator: str,
+    escaping: str,
+    *,
+    sorted_names: bool = False,
+    string_wrapper: tuple[str, str] = ("", ""),
+) -> KeyValueArgs:
     lowered = tuple(argument_shape(form) for form in forms)
-    return KeyValueArgs(lowered, _separator(separator), escaping, sorted_names, string_wrapper,  # type: ignore[arg-type]
-                        _string_quotes(forms))
+    return KeyValueArgs(
+        lowered,
+        _separator(separator),
+        escaping,
+        sorted_names,
+        string_wrapper,  # type: ignore[arg-type]
+        _string_quotes(forms),
+    )
 
 
 def argument_shape(form: ArgumentForm) -> ArgumentShape:
@@ -140,7 +180,7 @@ def _string_quotes(forms: tuple[ArgumentForm, ...]) -> tuple[str, str]:
 
     (s_before, s_after), (n_before, n_after) = around(text), around(number)
     if s_before.startswith(n_before) and s_after.endswith(n_after):
-        quote_open, quote_close = s_before[len(n_before):], s_after[:len(s_after) - len(n_after)]
+        quote_open, quote_close = s_before[len(n_before) :], s_after[: len(s_after) - len(n_after)]
         if quote_open.strip() and quote_close.strip():
             return (quote_open, quote_close)
     return ("", "")
@@ -183,14 +223,21 @@ def _word_trigger(word: str, at_start: bool) -> Trigger:
     server (and a logit bias) can see, while the whole marker is several tokens. A marker that goes on
     with words (``<|start|>assistant...``) is kept whole: its first word alone also starts other things."""
     special = special_word(word)
-    rest = word[len(special):]
+    rest = word[len(special) :]
     wake = special if special and not any(ch.isalnum() or ch == "_" for ch in rest) else word
     return Trigger(word=word, wake_word=wake, at_start=at_start)
 
 
-def calls_shape(section_open: Markers, section_close: Markers, separator: Markers | None, call: tuple[Part, ...],
-                no_arguments: tuple[Part, ...] | None = None, *, trigger: Trigger | None = None,
-                stops: tuple[str, ...] = ()) -> CallsShape:
+def calls_shape(
+    section_open: Markers,
+    section_close: Markers,
+    separator: Markers | None,
+    call: tuple[Part, ...],
+    no_arguments: tuple[Part, ...] | None = None,
+    *,
+    trigger: Trigger | None = None,
+    stops: tuple[str, ...] = (),
+) -> CallsShape:
     opener = leading_markers(call)
     last = call[-1] if call else None
     ends_with = last.text if isinstance(last, Marker) else ""
@@ -198,25 +245,63 @@ def calls_shape(section_open: Markers, section_close: Markers, separator: Marker
     if opener:
         followers.append(opener[0].text)
     followers += stops
-    return CallsShape(section_open, section_close, separator, call, no_arguments,
-                      trigger or trigger_for(section_open, call), opener, ends_with, tuple(followers))
+    return CallsShape(
+        section_open,
+        section_close,
+        separator,
+        call,
+        no_arguments,
+        trigger or trigger_for(section_open, call),
+        opener,
+        ends_with,
+        tuple(followers),
+    )
 
 
-def reasoning_shape(open_markers: Markers, close: Markers, forced_open: bool, *, toggle: bool = False,
-                    opened_when_thinking: bool = False, prefix: Markers = ()) -> ReasoningShape:
+def reasoning_shape(
+    open_markers: Markers,
+    close: Markers,
+    forced_open: bool,
+    *,
+    toggle: bool = False,
+    opened_when_thinking: bool = False,
+    prefix: Markers = (),
+) -> ReasoningShape:
     """``prefix``: what every turn starts with; where it starts with the close marker (an empty block),
     the rest of it is what follows a reasoning block."""
     written, closing = "".join(m.text for m in prefix), "".join(m.text for m in close)
-    after = split_markers(written[len(closing):]) if closing and written.startswith(closing) else ()
+    after = split_markers(written[len(closing) :]) if closing and written.startswith(closing) else ()
     return ReasoningShape(open_markers, close, forced_open, toggle, opened_when_thinking, after)
 
 
-def output_shape(template: str, *, generation_prompt: str = "", prefix: Markers = (),
-                 reasoning: ReasoningShape | None = None, content_open: Markers = (), content_close: Markers = (),
-                 calls: CallsShape | None = None, stops: tuple[str, ...] = (),
-                 id_form: IdForm = ID_FORMS["openai"], answer_key: str = "", end: Markers = ()) -> OutputShape:
-    return OutputShape(template, generation_prompt, prefix, reasoning, content_open, content_close, calls, stops,
-                       _server_stops(calls, stops), id_form, answer_key, end)
+def output_shape(
+    template: str,
+    *,
+    generation_prompt: str = "",
+    prefix: Markers = (),
+    reasoning: ReasoningShape | None = None,
+    content_open: Markers = (),
+    content_close: Markers = (),
+    calls: CallsShape | None = None,
+    stops: tuple[str, ...] = (),
+    id_form: IdForm = ID_FORMS["openai"],
+    answer_key: str = "",
+    end: Markers = (),
+) -> OutputShape:
+    return OutputShape(
+        template,
+        generation_prompt,
+        prefix,
+        reasoning,
+        content_open,
+        content_close,
+        calls,
+        stops,
+        _server_stops(calls, stops),
+        id_form,
+        answer_key,
+        end,
+    )
 
 
 def _server_stops(calls: CallsShape | None, stops: tuple[str, ...]) -> tuple[str, ...]:
@@ -241,8 +326,14 @@ def lower(description: FormatDescription) -> OutputShape:
         r = description.reasoning
         open_markers, close = split_markers(r.open), split_markers(r.close)
         if open_markers and close:
-            reasoning = reasoning_shape(open_markers, close, r.forced_open, toggle=not isinstance(r.toggle, Unknown),
-                                        opened_when_thinking=r.opened_when_thinking, prefix=prefix)
+            reasoning = reasoning_shape(
+                open_markers,
+                close,
+                r.forced_open,
+                toggle=not isinstance(r.toggle, Unknown),
+                opened_when_thinking=r.opened_when_thinking,
+                prefix=prefix,
+            )
     calls = None
     id_form = ID_FORMS["openai"]
     if isinstance(description.calls, Calls):
@@ -254,11 +345,23 @@ def lower(description: FormatDescription) -> OutputShape:
         if isinstance(c.no_arguments, tuple):
             lowered = lower_pattern(c.no_arguments, c, id_form)
             no_arguments = lowered if lowered != call else None
-        calls = calls_shape(split_markers(c.section_open), split_markers(c.section_close),
-                            split_markers(c.separator) if isinstance(c.separator, str) else None, call, no_arguments,
-                            stops=turn.stop)
-    return output_shape(description.template.name,
-                        generation_prompt=turn.generation_prompt if isinstance(turn.generation_prompt, str) else "",
-                        prefix=prefix, reasoning=reasoning, content_open=split_markers(turn.content_open),
-                        content_close=split_markers(turn.content_close), calls=calls, stops=turn.stop,
-                        id_form=id_form, end=split_markers(turn.end) if isinstance(turn.end, str) else ())
+        calls = calls_shape(
+            split_markers(c.section_open),
+            split_markers(c.section_close),
+            split_markers(c.separator) if isinstance(c.separator, str) else None,
+            call,
+            no_arguments,
+            stops=turn.stop,
+        )
+    return output_shape(
+        description.template.name,
+        generation_prompt=turn.generation_prompt if isinstance(turn.generation_prompt, str) else "",
+        prefix=prefix,
+        reasoning=reasoning,
+        content_open=split_markers(turn.content_open),
+        content_close=split_markers(turn.content_close),
+        calls=calls,
+        stops=turn.stop,
+        id_form=id_form,
+        end=split_markers(turn.end) if isinstance(turn.end, str) else (),
+    )

@@ -100,7 +100,7 @@ def inside_marker_mask(text: str) -> bytearray:
     """``mask[i]`` is 1 when a cut before ``text[i]`` would split a marker."""
     mask = bytearray(len(text) + 1)
     for found in BRACKETED.finditer(text):
-        mask[found.start() + 1:found.end()] = b"\x01" * (found.end() - found.start() - 1)
+        mask[found.start() + 1 : found.end()] = b"\x01" * (found.end() - found.start() - 1)
     return mask
 
 

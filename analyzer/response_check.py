@@ -36,19 +36,38 @@ TRANSFORMERS_VERSION = "5.23.0"
 def _tool(name: str, description: str, properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
     # Every parameter has a description: some templates write it without checking it is there.
     described = {key: {**schema, "description": key.capitalize()} for key, schema in properties.items()}
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
-        "type": "object", "properties": described, "required": list(required)}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": described, "required": list(required)},
+        },
+    }
 
 
 TOOLS: list[dict[str, Any]] = [
-    _tool("get_weather", "Current weather for a place", {"location": {"type": "string"}, "days": {"type": "integer"}},
-          ("location",)),
+    _tool(
+        "get_weather",
+        "Current weather for a place",
+        {"location": {"type": "string"}, "days": {"type": "integer"}},
+        ("location",),
+    ),
     _tool("search", "Search documents", {"query": {"type": "string"}, "filters": {"type": "object"}}, ("query",)),
     _tool("list_files", "List files", {}),
-    _tool("configure", "Set options", {
-        "text": {"type": "string"}, "count": {"type": "integer"}, "ratio": {"type": "number"},
-        "enabled": {"type": "boolean"}, "note": {"type": ["string", "null"]}, "options": {"type": "object"},
-        "tags": {"type": "array", "items": {"type": "string"}}}),
+    _tool(
+        "configure",
+        "Set options",
+        {
+            "text": {"type": "string"},
+            "count": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "enabled": {"type": "boolean"},
+            "note": {"type": ["string", "null"]},
+            "options": {"type": "object"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+    ),
 ]
 USER = {"role": "user", "content": "What is the weather?"}
 # The fields transformers serve takes reasoning from, in its order.
@@ -71,7 +90,7 @@ CASES: dict[str, Case] = {
     "one call": Case(calls=(("get_weather", {"location": "Paris, France", "days": 3}),)),
     "parallel calls": Case(calls=(("get_weather", {"location": "Paris"}), ("search", {"query": "weather in Lyon"}))),
     "content before a call": Case(content="Let me check that.", calls=(("get_weather", {"location": "Tokyo"}),)),
-    "unicode and multi-line": Case(calls=(("search", {"query": "línea 1\nline \"2\" <b>&"}),)),
+    "unicode and multi-line": Case(calls=(("search", {"query": 'línea 1\nline "2" <b>&'}),)),
     "nested object": Case(calls=(("search", {"query": "q", "filters": {"tags": ["a", "b"], "year": 2024}}),)),
     "no arguments": Case(calls=(("list_files", {}),)),
     "reasoning and answer": Case(content=ANSWER, reasoning=REASONING),
@@ -107,8 +126,13 @@ class CheckReport:
         return tuple(result for result in self.results if result.status == "disagrees")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"template": self.template, "results": [
-            {"case": r.case, "status": r.status, "details": list(r.details), "output": r.output} for r in self.results]}
+        return {
+            "template": self.template,
+            "results": [
+                {"case": r.case, "status": r.status, "details": list(r.details), "output": r.output}
+                for r in self.results
+            ],
+        }
 
 
 # --------------------------------------------------------------------------- tokenizer configs
@@ -141,8 +165,10 @@ def shipped_response_template(spec: str) -> dict[str, Any]:
     """The response_template a model folder or tokenizer_config.json ships."""
     path = Path(spec)
     if not path.is_dir() and path.suffix.lower() != ".json":
-        raise InputError(f"{spec}: a lone template ships no {CONFIG_KEY} (a model folder or tokenizer_config.json "
-                         "may); give one with --against FILE")
+        raise InputError(
+            f"{spec}: a lone template ships no {CONFIG_KEY} (a model folder or tokenizer_config.json "
+            "may); give one with --against FILE"
+        )
     return read_response_template(config_path(spec), shipped=True)
 
 
@@ -161,8 +187,7 @@ def read_response_template(path: Path, *, shipped: bool = False) -> dict[str, An
         return data
     if shipped:
         raise InputError(f"{path}: the model ships no {CONFIG_KEY}; give one with --against FILE")
-    raise InputError(f"{path}: holds no {CONFIG_KEY} (a JSON object with \"fields\", or a tokenizer config "
-                     "with the key)")
+    raise InputError(f'{path}: holds no {CONFIG_KEY} (a JSON object with "fields", or a tokenizer config with the key)')
 
 
 def _transformers() -> Any:
@@ -173,8 +198,9 @@ def _transformers() -> Any:
         from transformers.utils import chat_parsing
         from transformers.utils.chat_parsing import response_templates
     except ImportError:
-        raise MissingDependency(f"checking a response_template needs transformers: "
-                                f"pip install 'transformers=={TRANSFORMERS_VERSION}'") from None
+        raise MissingDependency(
+            f"checking a response_template needs transformers: pip install 'transformers=={TRANSFORMERS_VERSION}'"
+        ) from None
     # transformers says where its parser falls back (an anchor missing from the prompt) through logging.
     logging.getLogger("transformers").setLevel(logging.ERROR)
     return chat_parsing, response_templates
@@ -192,8 +218,14 @@ def validate(response_template: dict[str, Any], where: str) -> None:
 # --------------------------------------------------------------------------- the check
 
 
-def check(template: Template, description: FormatDescription, response_template: dict[str, Any], *,
-          engine: str | None = None, cases: tuple[str, ...] = tuple(CASES)) -> CheckReport:
+def check(
+    template: Template,
+    description: FormatDescription,
+    response_template: dict[str, Any],
+    *,
+    engine: str | None = None,
+    cases: tuple[str, ...] = tuple(CASES),
+) -> CheckReport:
     """Each case rendered through the template, parsed by transformers with ``response_template``,
     compared with what the template wrote."""
     validate(response_template, description.template.name)
@@ -202,8 +234,9 @@ def check(template: Template, description: FormatDescription, response_template:
     return CheckReport(description.template.name, results)
 
 
-def _check_case(renderer: Renderer, description: FormatDescription, response_template: dict[str, Any], name: str,
-                case: Case) -> CaseResult:
+def _check_case(
+    renderer: Renderer, description: FormatDescription, response_template: dict[str, Any], name: str, case: Case
+) -> CaseResult:
     reason = _not_written(description, case)
     if reason:
         return CaseResult(name, "n/a", (reason,))
@@ -218,13 +251,12 @@ def _check_case(renderer: Renderer, description: FormatDescription, response_tem
     chat_parsing, _ = _transformers()
     try:
         batch = chat_parsing.parse_response(output, response_template, prefix=prompt, tools=TOOLS)
-    except Exception as exc:  # noqa: BLE001 - whatever transformers raises is the finding
+    except Exception as exc:
         return CaseResult(name, "disagrees", (f"transformers raised {type(exc).__name__}: {_first_line(exc)}",), output)
     differences = _differences(wrote, read_message(batch))
     streamed = _streamed(chat_parsing, response_template, prompt, output)
     if streamed != batch:
-        differences.append(f"fed one character at a time, transformers gives {_brief(streamed)}, "
-                           f"not {_brief(batch)}")
+        differences.append(f"fed one character at a time, transformers gives {_brief(streamed)}, not {_brief(batch)}")
     return CaseResult(name, "disagrees" if differences else "agrees", tuple(differences), output)
 
 
@@ -249,8 +281,10 @@ def model_output(renderer: Renderer, description: FormatDescription, case: Case)
     tools = TOOLS
     turn: dict[str, Any] = {"role": "assistant", "content": case.content}
     if case.calls:
-        turn["tool_calls"] = [{"id": _IDS[i % 2], "type": "function", "function": {"name": n, "arguments": a}}
-                              for i, (n, a) in enumerate(case.calls)]
+        turn["tool_calls"] = [
+            {"id": _IDS[i % 2], "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(case.calls)
+        ]
     if case.reasoning:
         turn["reasoning_content"] = case.reasoning
     # A client that wants reasoning turns it on where the template has the switch.
@@ -258,10 +292,10 @@ def model_output(renderer: Renderer, description: FormatDescription, case: Case)
     thinking = True if case.reasoning and switch else None
     prompt = renderer.render([USER], tools=tools, generation_prompt=True, thinking=thinking)
     full = renderer.render([USER, turn], tools=tools, thinking=thinking)
-    output = full[Session.cut(prompt, full):]
+    output = full[Session.cut(prompt, full) :]
     last = max([output.rfind(text) for text in _written_texts(case)] + [0])
     ends = [at + len(stop) for stop in description.turn.stop if stop and (at := output.find(stop, last)) != -1]
-    return prompt, output[:min(ends)] if ends else output
+    return prompt, output[: min(ends)] if ends else output
 
 
 def _written_texts(case: Case) -> list[str]:
@@ -277,8 +311,11 @@ def _what_the_template_wrote(output: str, case: Case) -> dict[str, Any] | str:
         return "the template does not write this turn's content"
     if any(name not in output for name, _ in case.calls):
         return "the template does not write this turn's calls"
-    return {"content": case.content or "", "reasoning_content": case.reasoning or "",
-            "tool_calls": [[name, arguments] for name, arguments in case.calls]}
+    return {
+        "content": case.content or "",
+        "reasoning_content": case.reasoning or "",
+        "tool_calls": [[name, arguments] for name, arguments in case.calls],
+    }
 
 
 def read_message(message: Any) -> dict[str, Any]:
@@ -312,8 +349,10 @@ def _differences(wrote: dict[str, Any], got: dict[str, Any]) -> list[str]:
         if got[key] != wrote[key].strip():
             found.append(f"{key}: the template wrote {_brief(wrote[key])}, transformers gives {_brief(got[key])}")
     if got["tool_calls"] != wrote["tool_calls"]:
-        found.append(f"tool_calls: the template wrote {_brief(wrote['tool_calls'])}, "
-                     f"transformers gives {_brief(got['tool_calls'])}")
+        found.append(
+            f"tool_calls: the template wrote {_brief(wrote['tool_calls'])}, "
+            f"transformers gives {_brief(got['tool_calls'])}"
+        )
     return found
 
 
@@ -323,13 +362,13 @@ def _streamed(chat_parsing: Any, response_template: dict[str, Any], prompt: str,
         for character in output:
             parser.feed(character)
         return parser.finalize()[0]
-    except Exception as exc:  # noqa: BLE001 - reported beside the batch result
+    except Exception as exc:
         return f"an error ({type(exc).__name__}: {_first_line(exc)})"
 
 
 def _brief(value: Any, width: int = 160) -> str:
     text = value if isinstance(value, str) and value.startswith("an error") else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _first_line(exc: Exception) -> str:
@@ -338,14 +377,30 @@ def _first_line(exc: Exception) -> str:
 
 def render_text(report: CheckReport) -> str:
     width = max(len(name) for name in CASES) + 2
-    lines = [f"{report.template}: {len(report.disagreements)} of "
-             f"{sum(r.status != 'n/a' for r in report.results)} cases disagree with what the template wrote"]
+    lines = [
+        f"{report.template}: {len(report.disagreements)} of "
+        f"{sum(r.status != 'n/a' for r in report.results)} cases disagree with what the template wrote"
+    ]
     for result in report.results:
         lines.append(f"  {result.case:<{width}}{result.status}")
         lines += [f"      {detail}" for detail in result.details]
     return "\n".join(lines)
 
 
-__all__ = ["CASES", "Case", "CaseResult", "CheckReport", "TOOLS", "TRANSFORMERS_VERSION", "check", "config_path",
-           "model_output", "read_message", "read_response_template", "render_text", "shipped_response_template",
-           "validate", "write_into"]
+__all__ = [
+    "CASES",
+    "TOOLS",
+    "TRANSFORMERS_VERSION",
+    "Case",
+    "CaseResult",
+    "CheckReport",
+    "check",
+    "config_path",
+    "model_output",
+    "read_message",
+    "read_response_template",
+    "render_text",
+    "shipped_response_template",
+    "validate",
+    "write_into",
+]

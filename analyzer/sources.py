@@ -144,6 +144,7 @@ def _from_folder(spec: str, variant: str | None, for_tools: bool) -> Template:
     A tokenizer_config.json that does not parse is an error even when the template lives elsewhere:
     bos/eos come from it, and quietly rendering without them would change every prompt.
     """
+
     def inside(name: str) -> str:
         return os.path.join(spec, name)
 
@@ -222,10 +223,8 @@ def _config_templates(config: dict[str, Any], label: str) -> tuple[dict[str, str
         raise SourceError(f"{label}: chat_template is an empty list")
     templates: dict[str, str] = {}
     for index, item in enumerate(value):
-        if not (
-            isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("template"), str)
-        ):
-            raise SourceError(f"{label}: chat_template[{index}] is not a {{\"name\", \"template\"}} object; {shape}")
+        if not (isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("template"), str)):
+            raise SourceError(f'{label}: chat_template[{index}] is not a {{"name", "template"}} object; {shape}')
         templates[item["name"]] = item["template"]
     return templates, True
 
@@ -299,7 +298,7 @@ def _open_gguf(spec: str) -> Any:
     except IndexError:
         # How GGUFReader fails on reaching the end of the data: the file was cut short.
         raise SourceError(f"{spec}: is not a valid GGUF file (data ends too early; truncated download?)") from None
-    except Exception as exc:  # noqa: BLE001 - GGUFReader reports corrupt bytes with whatever numpy raises
+    except Exception as exc:
         raise SourceError(f"{spec}: is not a valid GGUF file ({_one_line(str(exc)) or type(exc).__name__})") from None
 
 

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from analyzer.description import (
-    ArgumentForm, Calls, Capabilities, CallIds, FormatDescription, JsonArguments, JsonCall,
-    KeyValueArguments, Reasoning, Results, Text, Unknown, Field,
+    ArgumentForm,
+    CallIds,
+    Calls,
+    Capabilities,
+    Field,
+    FormatDescription,
+    JsonArguments,
+    JsonCall,
+    KeyValueArguments,
+    Reasoning,
+    Results,
+    Text,
+    Unknown,
 )
 
 Style = Callable[..., str]
@@ -37,12 +48,17 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
     def pattern(parts: tuple) -> str:
         out = []
         for p in parts:
-            out.append(style(visible(p.text), fg="cyan") if isinstance(p, Text)
-                       else style("{" + p.name + "}", fg="magenta", bold=True))
+            out.append(
+                style(visible(p.text), fg="cyan")
+                if isinstance(p, Text)
+                else style("{" + p.name + "}", fg="magenta", bold=True)
+            )
         return "".join(out)
 
-    lines.append(style(d.template.name, bold=True) + f"  format: {style(d.format, fg='green', bold=True)}"
-                 f"  (engine {d.template.engine})")
+    lines.append(
+        style(d.template.name, bold=True) + f"  format: {style(d.format, fg='green', bold=True)}"
+        f"  (engine {d.template.engine})"
+    )
     t = d.turn
     lines.append(f"  generation prompt  {show(t.generation_prompt)}")
     if t.history_prefix:
@@ -68,23 +84,29 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
         if isinstance(c.json_call, JsonCall):
             j = c.json_call
             name = "the only key" if j.name_is_key else ".".join(j.name_path)
-            lines.append(f"  call JSON          name: {name}; arguments: {'.'.join(j.arguments_path) or 'value'}"
-                         f" ({j.arguments_encoding}); id: {'.'.join(j.id_path) if j.id_path else '-'};"
-                         f" keys in order: {', '.join(j.key_order)}")
+            lines.append(
+                f"  call JSON          name: {name}; arguments: {'.'.join(j.arguments_path) or 'value'}"
+                f" ({j.arguments_encoding}); id: {'.'.join(j.id_path) if j.id_path else '-'};"
+                f" keys in order: {', '.join(j.key_order)}"
+            )
         a = c.arguments
         if isinstance(a, JsonArguments):
             lines.append(f"  arguments          one JSON value ({a.encoding})")
         elif isinstance(a, KeyValueArguments):
-            lines.append(f"  arguments          one by one, joined by {show(a.separator)};"
-                         f" string escaping: {show(a.string_escaping) if isinstance(a.string_escaping, Unknown) else a.string_escaping}")
+            lines.append(
+                f"  arguments          one by one, joined by {show(a.separator)};"
+                f" string escaping: {show(a.string_escaping) if isinstance(a.string_escaping, Unknown) else a.string_escaping}"
+            )
             for form in a.forms:
                 lines.append(f"    {form.json_type:<8} {pattern(form.pattern)}  value syntax: {form.syntax}")
         else:
             lines.append(f"  arguments          {show(a)}")
         if isinstance(c.ids, CallIds):
             refused = "; ".join(f"{form} refused: {msg}" for form, msg in c.ids.refused)
-            lines.append(f"  call ids           {c.ids.written}; accepted: {', '.join(c.ids.accepted) or '-'}"
-                         + (f"; {refused}" if refused else ""))
+            lines.append(
+                f"  call ids           {c.ids.written}; accepted: {', '.join(c.ids.accepted) or '-'}"
+                + (f"; {refused}" if refused else "")
+            )
         lines.append(f"  content with calls {show(c.content_before_calls)}")
         if isinstance(c.no_arguments, tuple):
             lines.append(f"  no-argument call   {pattern(c.no_arguments)}")
@@ -98,8 +120,10 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
         lines.append(f"  tool result        {pattern(res.open)} ... {pattern(res.close)}")
         if res.group_open or res.group_close:
             lines.append(f"  results grouped in {pattern(res.group_open)} ... {pattern(res.group_close)}")
-        lines.append(f"                     written as {res.rendered_as}; linked by {res.linked_by}; id written: {res.carries_id};"
-                     f" name written: {res.carries_name}; JSON content: {res.json_content}")
+        lines.append(
+            f"                     written as {res.rendered_as}; linked by {res.linked_by}; id written: {res.carries_id};"
+            f" name written: {res.carries_name}; JSON content: {res.json_content}"
+        )
     else:
         lines.append(f"  tool result        {show(res)}")
 
@@ -110,20 +134,37 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
 
 
 def _capabilities(caps: Capabilities, style: Style) -> str:
-    colours = {"yes": "green", "no": "red", "refused": "red", "dropped": "yellow", "differs": "yellow",
-               "error": "red", "unknown": "yellow"}
+    colours = {
+        "yes": "green",
+        "no": "red",
+        "refused": "red",
+        "dropped": "yellow",
+        "differs": "yellow",
+        "error": "red",
+        "unknown": "yellow",
+    }
     items = []
-    for name in ("tools", "tool_calls", "parallel_calls", "system_role", "object_arguments", "string_arguments",
-                 "content_none", "thinking_toggle"):
+    for name in (
+        "tools",
+        "tool_calls",
+        "parallel_calls",
+        "system_role",
+        "object_arguments",
+        "string_arguments",
+        "content_none",
+        "thinking_toggle",
+    ):
         cap = getattr(caps, name)
         items.append(f"{name}={style(cap.status, fg=colours.get(cap.status, 'white'))}")
-    refusals = [f"{name}: {getattr(caps, name).message}" for name in
-                ("parallel_calls", "system_role", "object_arguments", "string_arguments", "content_none")
-                if getattr(caps, name).status in ("refused", "error")]
+    refusals = [
+        f"{name}: {getattr(caps, name).message}"
+        for name in ("parallel_calls", "system_role", "object_arguments", "string_arguments", "content_none")
+        if getattr(caps, name).status in ("refused", "error")
+    ]
     text = " ".join(items)
     if refusals:
         text += "\n" + "\n".join(style(f"    {r}", fg="red") for r in refusals)
     return text
 
 
-__all__ = ["summarize", "ArgumentForm", "Field"]
+__all__ = ["ArgumentForm", "Field", "summarize"]

@@ -22,7 +22,7 @@ def tokenizer_beside(template: Template) -> Any | None:
         from tokenizers import Tokenizer
 
         return Tokenizer.from_file(str(path))
-    except Exception:  # noqa: BLE001 - an unreadable tokenizer leaves tokens unknown, as with none
+    except Exception:
         return None
 
 

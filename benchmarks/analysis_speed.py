@@ -50,10 +50,14 @@ def main() -> None:
     slowest = sorted(zip(best_times, (p.stem for p in paths)), reverse=True)[:5]
     print(f"engine: {args.engine}; templates: {len(paths)}; best of {args.rounds} rounds")
     print(f"{'':28} {'template-analyzer':>18} {'llama.cpp':>10} {'ratio':>7}")
-    print(f"{'median per template (ms)':28} {median_ms:18.1f} {LLAMA_CPP_MEDIAN_MS:10.1f} "
-          f"{median_ms / LLAMA_CPP_MEDIAN_MS:7.2f}")
-    print(f"{'total for the corpus (s)':28} {best_total:18.2f} {LLAMA_CPP_TOTAL_S:10.2f} "
-          f"{best_total / LLAMA_CPP_TOTAL_S:7.2f}")
+    print(
+        f"{'median per template (ms)':28} {median_ms:18.1f} {LLAMA_CPP_MEDIAN_MS:10.1f} "
+        f"{median_ms / LLAMA_CPP_MEDIAN_MS:7.2f}"
+    )
+    print(
+        f"{'total for the corpus (s)':28} {best_total:18.2f} {LLAMA_CPP_TOTAL_S:10.2f} "
+        f"{best_total / LLAMA_CPP_TOTAL_S:7.2f}"
+    )
     print("target: ratio <= 0.50 on both lines")
     print("slowest: " + ", ".join(f"{name} {t * 1000:.0f} ms" for t, name in slowest))
 

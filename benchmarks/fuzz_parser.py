@@ -16,8 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from analyzer import corpus  # noqa: E402
-from helpers import fuzz  # noqa: E402
+from helpers import fuzz
+
+from analyzer import corpus
 
 
 def _share(job: tuple[int, int, bool]) -> tuple[int, collections.Counter, list[str]]:
@@ -29,7 +30,7 @@ def _share(job: tuple[int, int, bool]) -> tuple[int, collections.Counter, list[s
             kind = problem.split(":")[0]
             kinds[kind] += 1
             if len(examples) < 20:
-                examples.append(f"{item.template}: {problem}: {ascii(text[:300])}")
+                examples.append(f"{item.template}: {problem}: {text[:300]!a}")
     return count, kinds, examples
 
 
@@ -41,16 +42,22 @@ def main() -> None:
     options.add_argument("--no-large", action="store_true", help="leave out the megabyte-long outputs")
     args = options.parse_args()
     batches = 200
-    jobs = [(args.count // batches + (1 if n < args.count % batches else 0), args.seed * 100_000 + n,
-             not args.no_large) for n in range(batches)]
+    jobs = [
+        (args.count // batches + (1 if n < args.count % batches else 0), args.seed * 100_000 + n, not args.no_large)
+        for n in range(batches)
+    ]
     start, done, kinds, examples = time.perf_counter(), 0, collections.Counter(), []
     with multiprocessing.Pool(args.workers) as pool:
         for count, found, seen in pool.imap_unordered(_share, jobs):
             done += count
             kinds.update(found)
-            examples += seen[:20 - len(examples)]
-            print(f"\r{done:,} outputs, {sum(kinds.values())} problems, {time.perf_counter() - start:.0f} s",
-                  end="", file=sys.stderr, flush=True)
+            examples += seen[: 20 - len(examples)]
+            print(
+                f"\r{done:,} outputs, {sum(kinds.values())} problems, {time.perf_counter() - start:.0f} s",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
     print(file=sys.stderr)
     print(f"outputs: {done:,} (seed {args.seed}) in {time.perf_counter() - start:.0f} s")
     for kind in ("batch parse raised", "stream", "canary", "message is not strict UTF-8 JSON"):

@@ -19,41 +19,64 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from analyzer import corpus  # noqa: E402
-from analyzer.backends.parser import Parser  # noqa: E402
-from analyzer.description import FormatDescription  # noqa: E402
-from analyzer.errors import RenderError  # noqa: E402
-from analyzer.render.conversation import Renderer  # noqa: E402
-from analyzer.render.session import Session  # noqa: E402
-from analyzer.sources import load_template  # noqa: E402
-from helpers.golden import compile_for, golden_descriptions  # noqa: E402
-from helpers.roundtrip import CASES, TOOLS as ROUND_TRIP_TOOLS, case_outputs  # noqa: E402
+from helpers.golden import compile_for, golden_descriptions
+from helpers.roundtrip import CASES, case_outputs
+from helpers.roundtrip import TOOLS as ROUND_TRIP_TOOLS
+
+from analyzer import corpus
+from analyzer.backends.parser import Parser
+from analyzer.description import FormatDescription
+from analyzer.errors import RenderError
+from analyzer.render.conversation import Renderer
+from analyzer.render.session import Session
+from analyzer.sources import load_template
 
 LLAMA_CPP_SHORT_MEDIAN_US = 22.0
-TOOLS = [{"type": "function", "function": {"name": "write_file", "description": "Write a file", "parameters": {
-    "type": "object", "properties": {"path": {"type": "string", "description": "Where"},
-                                     "content": {"type": "string", "description": "What"}},
-    "required": ["path", "content"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "description": "Write a file",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Where"},
+                    "content": {"type": "string", "description": "What"},
+                },
+                "required": ["path", "content"],
+            },
+        },
+    }
+]
 
 
 def sample_output(description: FormatDescription, size: int) -> str:
     """Content, then calls whose arguments carry long text, written the way the template writes them."""
-    renderer = Renderer.for_template(load_template(str(corpus.fetch() / f"{description.template.name}.jinja")),
-                                     description)
-    body = "def f(x):\n    return x * 2  # <tag> \"quoted\" (a, b)\n" * max(1, size // 50 // 4)
+    renderer = Renderer.for_template(
+        load_template(str(corpus.fetch() / f"{description.template.name}.jinja")), description
+    )
+    body = 'def f(x):\n    return x * 2  # <tag> "quoted" (a, b)\n' * max(1, size // 50 // 4)
     count = 4 if description.capabilities.parallel_calls.status == "yes" else 1
-    calls = [{"id": f"call_{i}", "type": "function", "function": {
-        "name": "write_file", "arguments": {"path": f"src/m{i}.py", "content": body}}} for i in range(count)]
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "write_file", "arguments": {"path": f"src/m{i}.py", "content": body}},
+        }
+        for i in range(count)
+    ]
     messages = [{"role": "user", "content": "Write the files."}]
     prompt = renderer.render(messages, tools=TOOLS, generation_prompt=True)
-    full = renderer.render([*messages, {"role": "assistant", "content": "Writing them now.", "tool_calls": calls}],
-                           tools=TOOLS)
-    return full[Session.cut(prompt, full):]
+    full = renderer.render(
+        [*messages, {"role": "assistant", "content": "Writing them now.", "tool_calls": calls}], tools=TOOLS
+    )
+    return full[Session.cut(prompt, full) :]
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:
@@ -69,7 +92,7 @@ def streamed(parser: Parser, text: str, size: int) -> None:
     stream = parser.stream()
     feed = stream.feed
     for at in range(0, len(text), size):
-        feed(text[at:at + size])
+        feed(text[at : at + size])
     stream.finish()
 
 
@@ -77,16 +100,26 @@ def adversarial(size: int) -> dict[str, tuple[str, str]]:
     """Shapes that were quadratic: one long bare-JSON call, the same cut short with text after it, a
     long call cut short, and reasoning that keeps mentioning the word calls start with."""
     return {
-        "long bare JSON call": ("meta-llama-Llama-3.1-8B-Instruct",
-                                '{"name": "search", "parameters": {"query": "' + "x" * size + '"}}'),
-        "unterminated call, then text": ("meta-llama-Llama-3.1-8B-Instruct",
-                                         '{"name": "search", "parameters": {"query": "' + "y" * size + " and text"),
-        "long call cut short": ("Qwen-Qwen2.5-7B-Instruct",
-                                '<tool_call>\n{"name": "search", "arguments": {"query": "' + "y" * size),
-        "reasoning naming the trigger": ("LFM2.5-8B-A1B",
-                                         "<think>" + "mention <|tool_call_start|> here. " * (size // 34) + "</think>ok"),
-        "reasoning naming a call": ("openai-gpt-oss-120b", "<|channel|>analysis<|message|>"
-                                    + "I will call to=functions.search maybe. " * (size // 40) + "<|end|>"),
+        "long bare JSON call": (
+            "meta-llama-Llama-3.1-8B-Instruct",
+            '{"name": "search", "parameters": {"query": "' + "x" * size + '"}}',
+        ),
+        "unterminated call, then text": (
+            "meta-llama-Llama-3.1-8B-Instruct",
+            '{"name": "search", "parameters": {"query": "' + "y" * size + " and text",
+        ),
+        "long call cut short": (
+            "Qwen-Qwen2.5-7B-Instruct",
+            '<tool_call>\n{"name": "search", "arguments": {"query": "' + "y" * size,
+        ),
+        "reasoning naming the trigger": (
+            "LFM2.5-8B-A1B",
+            "<think>" + "mention <|tool_call_start|> here. " * (size // 34) + "</think>ok",
+        ),
+        "reasoning naming a call": (
+            "openai-gpt-oss-120b",
+            "<|channel|>analysis<|message|>" + "I will call to=functions.search maybe. " * (size // 40) + "<|end|>",
+        ),
     }
 
 
@@ -98,12 +131,16 @@ def main() -> None:
     args = options.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     repeat = 1 if args.quick else 3
-    descriptions = [d for d in golden_descriptions(with_calls=True)
-                    if not args.template or d.template.name in args.template]
+    descriptions = [
+        d for d in golden_descriptions(with_calls=True) if not args.template or d.template.name in args.template
+    ]
     ROUND = lambda n: f"{n:8.0f}"  # noqa: E731
     print("us per kB, batch | streamed in 64-byte chunks, at each size; 1-char: one-character streaming / batch")
-    print(f"{'template':44} " + " ".join(f"{size // 1000:>7}k b {size // 1000:>6}k s" for size in sizes)
-          + f" {'growth':>6} {'1-char':>7}")
+    print(
+        f"{'template':44} "
+        + " ".join(f"{size // 1000:>7}k b {size // 1000:>6}k s" for size in sizes)
+        + f" {'growth':>6} {'1-char':>7}"
+    )
     worst_flat, worst_char, per_char = 0.0, 0.0, []
     for description in descriptions:
         parser = Parser(description, TOOLS)
@@ -123,28 +160,41 @@ def main() -> None:
             cells.append(f"{ROUND(batch)} {ROUND(stream)}")
         # Growth of the time per kB from a size to any larger one (a fixed cost per parse makes small
         # outputs dearer per kB, which is no growth).
-        flat = max(later / earlier for series in (batch_per_kb, stream_per_kb)
-                   for k, earlier in enumerate(series) for later in series[k + 1:]) if len(sizes) > 1 else 1.0
+        flat = (
+            max(
+                later / earlier
+                for series in (batch_per_kb, stream_per_kb)
+                for k, earlier in enumerate(series)
+                for later in series[k + 1 :]
+            )
+            if len(sizes) > 1
+            else 1.0
+        )
         small = texts[min(1, len(texts) - 1)]
         one_char = best(lambda: streamed(parser, small, 1), 1)
         char = one_char / best(lambda: parser.parse(small), repeat)
         per_char.append(one_char / len(small) * 1e6)
         worst_flat, worst_char = max(worst_flat, flat), max(worst_char, char)
         print(f"{description.template.name:44} " + " ".join(cells) + f" {flat:5.2f} {char:6.1f}x", flush=True)
-    print(f"worst growth of the time per kB {worst_flat:.2f} (target <= 1.5); worst one-character streaming "
-          f"{worst_char:.1f}x batch (target <= 3.0); one-character streaming costs a median "
-          f"{statistics.median(per_char):.2f} us per character")
+    print(
+        f"worst growth of the time per kB {worst_flat:.2f} (target <= 1.5); worst one-character streaming "
+        f"{worst_char:.1f}x batch (target <= 3.0); one-character streaming costs a median "
+        f"{statistics.median(per_char):.2f} us per character"
+    )
 
     print("\nadversarial shapes, us per kB (batch, one-character stream) at each size")
     for name, _ in adversarial(10).items():
         row = []
         for size in sizes[:2]:
             template, text = adversarial(size)[name]
-            parser = Parser(next(d for d in golden_descriptions(with_calls=True) if d.template.name == template),
-                            ROUND_TRIP_TOOLS)
+            parser = Parser(
+                next(d for d in golden_descriptions(with_calls=True) if d.template.name == template), ROUND_TRIP_TOOLS
+            )
             kb = len(text) / 1000
-            row.append(f"{best(lambda: parser.parse(text), repeat) / kb * 1e6:9.0f} "
-                       f"{best(lambda: streamed(parser, text, 1), 1) / kb * 1e6:9.0f}")
+            row.append(
+                f"{best(lambda: parser.parse(text), repeat) / kb * 1e6:9.0f} "
+                f"{best(lambda: streamed(parser, text, 1), 1) / kb * 1e6:9.0f}"
+            )
         print(f"  {name:32} " + " | ".join(row), flush=True)
 
     times = []
@@ -153,8 +203,10 @@ def main() -> None:
         for _, text in case_outputs(description, compile_for(description, corpus.fetch()), CASES):
             times.append(best(lambda: parser.parse(text), 5))
     median = statistics.median(times) * 1e6
-    print(f"\nshort outputs: {len(times)} round-trip cases, median batch parse {median:.0f} us "
-          f"({median / LLAMA_CPP_SHORT_MEDIAN_US:.1f}x llama.cpp's {LLAMA_CPP_SHORT_MEDIAN_US:.0f} us; target <= 2x)")
+    print(
+        f"\nshort outputs: {len(times)} round-trip cases, median batch parse {median:.0f} us "
+        f"({median / LLAMA_CPP_SHORT_MEDIAN_US:.1f}x llama.cpp's {LLAMA_CPP_SHORT_MEDIAN_US:.0f} us; target <= 2x)"
+    )
 
 
 if __name__ == "__main__":

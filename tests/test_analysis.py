@@ -10,7 +10,13 @@ import pytest
 
 from analyzer.analysis import analyze
 from analyzer.description import (
-    Calls, Field, KeyValueArguments, Reasoning, Results, Unknown, pattern_text,
+    Calls,
+    Field,
+    KeyValueArguments,
+    Reasoning,
+    Results,
+    Unknown,
+    pattern_text,
 )
 from analyzer.sources import load_template
 
@@ -57,7 +63,7 @@ def test_array_of_json_calls_with_nine_character_ids(described):
     assert (c.section_open, c.section_close, c.separator) == ("[TOOL_CALLS][", "]", ", ")
     assert c.json_call.id_path == ("id",)
     assert c.ids.accepted == ("alnum9",)
-    (form_name, message), = c.ids.refused
+    ((form_name, message),) = c.ids.refused
     assert form_name == "openai" and "alphanumeric strings with length 9" in message
     assert d.results.carries_id and d.results.linked_by == "id"
 
@@ -66,7 +72,10 @@ def test_namespaced_call_index(described):
     d = described("moonshotai-Kimi-K2")
     c = calls_of(d)
     assert d.format == "tag-json"
-    assert pattern_text(c.call) == "<|tool_call_begin|>functions.{name}:{index}<|tool_call_argument_begin|>{arguments}<|tool_call_end|>"
+    assert (
+        pattern_text(c.call)
+        == "<|tool_call_begin|>functions.{name}:{index}<|tool_call_argument_begin|>{arguments}<|tool_call_end|>"
+    )
     assert Field("index", 0) in c.call
     assert (c.section_open, c.section_close) == ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>")
     assert c.ids.written == "generated"
@@ -139,7 +148,10 @@ def test_single_call_only_is_a_refusal_with_the_templates_words(described):
 
 def test_id_before_name(described):
     c = calls_of(described("upstage-Solar-Open-100B"))
-    assert pattern_text(c.call) == "<|tool_call:begin|>{id}<|tool_call:name|>{name}<|tool_call:args|>{arguments}<|tool_call:end|>"
+    assert (
+        pattern_text(c.call)
+        == "<|tool_call:begin|>{id}<|tool_call:name|>{name}<|tool_call:args|>{arguments}<|tool_call:end|>"
+    )
 
 
 def test_name_as_json_key(described):
@@ -174,8 +186,16 @@ def test_separate_messages_per_call(described):
     assert [p for p in c.call if isinstance(p, Field)].count(Field("name")) == 2
 
 
-@pytest.mark.parametrize("name", ["HuggingFaceTB-SmolLM3-3B", "google-gemma-2-2b-it", "microsoft-Phi-3.5-mini-instruct",
-                                  "llama-cpp-rwkv-world", "LFM2-8B-A1B"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "HuggingFaceTB-SmolLM3-3B",
+        "google-gemma-2-2b-it",
+        "microsoft-Phi-3.5-mini-instruct",
+        "llama-cpp-rwkv-world",
+        "LFM2-8B-A1B",
+    ],
+)
 def test_templates_without_tool_calls(described, name):
     d = described(name)
     assert d.format == "none" and isinstance(d.calls, Unknown)
@@ -211,5 +231,5 @@ def test_every_corpus_template_analyses_with_jinja2(corpus_paths):
 
 def test_result_wrapper_names_the_tool_as_a_field(described):
     d = described("openai-gpt-oss-120b")
-    assert pattern_text(d.results.open) == "<|start|>functions.{name} to=assistant<|channel|>commentary<|message|>\""
+    assert pattern_text(d.results.open) == '<|start|>functions.{name} to=assistant<|channel|>commentary<|message|>"'
     assert d.results.linked_by == "name"

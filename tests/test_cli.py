@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from helpers.cli import run
 
 from analyzer.cli import cli
-from helpers.cli import run
 
 
 def test_analyze_summary_shows_markers_with_visible_whitespace(corpus_dir):
@@ -41,10 +41,13 @@ def test_analyze_with_jinja2_engine(corpus_dir):
     assert code == 0 and data["format"] == "tag-json" and data["template"]["engine"] == "jinja2"
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["analyze", "/no/such/template.jinja"], "/no/such/template.jinja: no such file or directory"),
-    (["analyze", "--engine", "nope", "x.jinja"], "Invalid value for '--engine'"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["analyze", "/no/such/template.jinja"], "/no/such/template.jinja: no such file or directory"),
+        (["analyze", "--engine", "nope", "x.jinja"], "Invalid value for '--engine'"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(args, fragment):
     code, out, err = run(args)
     assert code == 2
@@ -64,8 +67,15 @@ def test_syntax_error_names_the_line(tmp_path):
 def test_render_prints_the_prompt(tmp_path, corpus_dir):
     messages = tmp_path / "m.json"
     messages.write_text(json.dumps([{"role": "user", "content": "Hi there"}]), encoding="utf-8")
-    code, out, err = run(["render", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--messages", str(messages),
-                          "--generation-prompt"])
+    code, out, err = run(
+        [
+            "render",
+            str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"),
+            "--messages",
+            str(messages),
+            "--generation-prompt",
+        ]
+    )
     assert code == 0, err
     assert out.endswith("<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n")
 
@@ -111,10 +121,15 @@ def test_parse_prints_the_message(corpus_dir):
 
 def test_parse_jsonl_keeps_order_and_stream_ends_with_the_message(corpus_dir):
     lines = [json.dumps("Hello there."), json.dumps('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')]
-    code, out, _ = run(["parse", "--jsonl", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")],
-                       input="\n".join(lines) + "\n")
+    code, out, _ = run(
+        ["parse", "--jsonl", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")], input="\n".join(lines) + "\n"
+    )
     messages = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and messages[0]["content"] == "Hello there." and messages[1]["tool_calls"][0]["function"]["name"] == "f"
+    assert (
+        code == 0
+        and messages[0]["content"] == "Hello there."
+        and messages[1]["tool_calls"][0]["function"]["name"] == "f"
+    )
     code, out, _ = run(["parse", "--stream", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")], input="Hi.")
     assert code == 0 and json.loads(out.splitlines()[-1])["message"]["content"] == "Hi."
 
@@ -126,16 +141,48 @@ def test_parse_jsonl_rejects_a_line_that_is_not_a_json_string(corpus_dir):
 
 def test_grammar_for_llama_server(tmp_path, corpus_dir):
     tools = tmp_path / "tools.json"
-    tools.write_text(json.dumps([{"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]), encoding="utf-8")
-    code, out, err = run(["grammar", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--tools", str(tools),
-                          "--format", "llama-server"])
+    tools.write_text(
+        json.dumps(
+            [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"city": {"type": "string"}},
+                            "required": ["city"],
+                        },
+                    },
+                }
+            ]
+        ),
+        encoding="utf-8",
+    )
+    code, out, err = run(
+        [
+            "grammar",
+            str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"),
+            "--tools",
+            str(tools),
+            "--format",
+            "llama-server",
+        ]
+    )
     assert code == 0, err
     fields = json.loads(out)
     assert fields["grammar_lazy"] is True and fields["grammar_triggers"] == [{"type": 1, "value": "<tool_call>"}]
     assert "get_weather" in fields["grammar"] and "<|im_end|>" in fields["stop"]
-    code, out, _ = run(["grammar", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--tools", str(tools),
-                        "--tool-choice", "required"])
+    code, out, _ = run(
+        [
+            "grammar",
+            str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"),
+            "--tools",
+            str(tools),
+            "--tool-choice",
+            "required",
+        ]
+    )
     assert code == 0 and out.startswith("root ::=")
     code, _, err = run(["grammar", str(corpus_dir / "google-gemma-2-2b-it.jinja"), "--tools", str(tools)])
     assert code == 1 and "writes no tool calls" in err
@@ -145,8 +192,13 @@ def test_parser_module_is_written_and_runs(tmp_path, corpus_dir):
     target = tmp_path / "qwen_parser.py"
     code, _, err = run(["parser", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "-o", str(target)])
     assert code == 0, err
-    done = subprocess.run([sys.executable, "-I", "-S", str(target)], input='Hi.<tool_call>\n{"name": "f", '
-                          '"arguments": {"a": 1}}\n</tool_call>', capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(target)],
+        input='Hi.<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>',
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     message = json.loads(done.stdout)
     assert message["content"] == "Hi." and message["tool_calls"][0]["function"]["arguments"] == '{"a": 1}'
 

@@ -15,8 +15,18 @@ from analyzer.sources import load_template
 
 CALLED = [
     {"role": "user", "content": "weather?"},
-    {"role": "assistant", "content": "", "reasoning_content": "think", "tool_calls": [
-        {"id": "call_abc", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": "think",
+        "tool_calls": [
+            {
+                "id": "call_abc",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_abc", "content": "sunny"},
 ]
 
@@ -58,11 +68,16 @@ def test_renamed_ids_keep_results_pointing_at_their_call() -> None:
     assert kept[1]["tool_calls"][0]["id"] == kept[2]["tool_call_id"] == "call_abc"
 
 
-@pytest.mark.parametrize("messages, message", [
-    (["not an object"], "message 1 is not an object"),
-    ([{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}],
-     "call to 'f': arguments are not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "messages, message",
+    [
+        (["not an object"], "message 1 is not an object"),
+        (
+            [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}],
+            "call to 'f': arguments are not valid JSON",
+        ),
+    ],
+)
 def test_a_malformed_conversation_is_one_clear_error(messages, message) -> None:
     with pytest.raises(ConversationError, match=message):
         Spelling().spell(messages)
@@ -84,8 +99,10 @@ def test_renderer_renders_as_analysed(tmp_template) -> None:
 
 
 def test_attempt_returns_a_failed_render(tmp_template) -> None:
-    refusing = ("{%- if messages[0].role == 'system' %}{{ raise_exception('no system messages') }}{% endif -%}"
-                "{%- for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}")
+    refusing = (
+        "{%- if messages[0].role == 'system' %}{{ raise_exception('no system messages') }}{% endif -%}"
+        "{%- for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+    )
     template = load_template(str(tmp_template(refusing)))
     renderer = Renderer.for_template(template, analyze(template))
     assert renderer.attempt([{"role": "user", "content": "x"}]) == "<user>x"

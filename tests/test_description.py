@@ -15,10 +15,10 @@ from analyzer.description import (
     CallIds,
     Calls,
     Capabilities,
-    InputForm,
     Capability,
     Field,
     FormatDescription,
+    InputForm,
     JsonArguments,
     JsonCall,
     KeyValueArguments,
@@ -38,8 +38,13 @@ from analyzer.description import (
 from analyzer.errors import DescriptionError, InputError
 
 KIMI_CALL = (
-    Text("<|tool_call_begin|>functions."), Field("name"), Text(":"), Field("index", base=0),
-    Text("<|tool_call_argument_begin|>"), Field("arguments"), Text("<|tool_call_end|>"),
+    Text("<|tool_call_begin|>functions."),
+    Field("name"),
+    Text(":"),
+    Field("index", base=0),
+    Text("<|tool_call_argument_begin|>"),
+    Field("arguments"),
+    Text("<|tool_call_end|>"),
 )
 
 
@@ -70,9 +75,16 @@ def json_call_description() -> FormatDescription:
             end="<|im_end|>\n",
             stop=("<|im_end|>", "<|endoftext|>"),
         ),
-        reasoning=Reasoning(open="<think>\n", close="\n</think>\n\n", field="reasoning_content", forced_open=False,
-                            empty_block="<think>\n\n</think>\n\n", toggle=Unknown("no toggle variable changed the prompt"),
-                            scope="turns with tool calls", opened_when_thinking=True),
+        reasoning=Reasoning(
+            open="<think>\n",
+            close="\n</think>\n\n",
+            field="reasoning_content",
+            forced_open=False,
+            empty_block="<think>\n\n</think>\n\n",
+            toggle=Unknown("no toggle variable changed the prompt"),
+            scope="turns with tool calls",
+            opened_when_thinking=True,
+        ),
         calls=Calls(
             section_open="",
             section_close="",
@@ -90,19 +102,32 @@ def json_call_description() -> FormatDescription:
                 key_order=("id", "type", "function"),
             ),
             arguments=JsonArguments("string"),
-            ids=CallIds(written="as given", accepted=("openai", "alnum9"),
-                        refused=(("short", "Tool call IDs should be alphanumeric strings with length 9!"),)),
+            ids=CallIds(
+                written="as given",
+                accepted=("openai", "alnum9"),
+                refused=(("short", "Tool call IDs should be alphanumeric strings with length 9!"),),
+            ),
             content_before_calls="kept",
             no_arguments=(Text('<tool_call>\n{"name": "'), Field("name"), Text('", "arguments": {}}\n</tool_call>')),
             json_array=False,
         ),
-        results=Results(role="tool", open=(Text("<tool_response name=\""), Field("name"), Text("\">\n")),
-                        close=(Text("\n</tool_response>"),), separator="\n",
-                        group_open=(Text("<|im_start|>user\n"),), group_close=(),
-                        carries_id=False, carries_name=True, json_content="as is", linked_by="order",
-                        rendered_as="user turn"),
+        results=Results(
+            role="tool",
+            open=(Text('<tool_response name="'), Field("name"), Text('">\n')),
+            close=(Text("\n</tool_response>"),),
+            separator="\n",
+            group_open=(Text("<|im_start|>user\n"),),
+            group_close=(),
+            carries_id=False,
+            carries_name=True,
+            json_content="as is",
+            linked_by="order",
+            rendered_as="user turn",
+        ),
         capabilities=capabilities(),
-        input_form=InputForm(content_with_calls=None, arguments_as_string=True, id_form="alnum9", tool_descriptions=True),
+        input_form=InputForm(
+            content_with_calls=None, arguments_as_string=True, id_form="alnum9", tool_descriptions=True
+        ),
         warnings=("content None raises", "é ünïcode kept"),
     )
 
@@ -112,8 +137,14 @@ def key_value_description() -> FormatDescription:
         schema_version=SCHEMA_VERSION,
         template=TemplateRef(name="kimi", sha256="0" * 64, engine="jinja2"),
         format="tag-json",
-        turn=Turn(generation_prompt=Unknown("the template raised"), history_prefix="", content_open="",
-                  content_close="", end=Unknown("no turn end"), stop=()),
+        turn=Turn(
+            generation_prompt=Unknown("the template raised"),
+            history_prefix="",
+            content_open="",
+            content_close="",
+            end=Unknown("no turn end"),
+            stop=(),
+        ),
         reasoning=Unknown("no reasoning field is read"),
         calls=Calls(
             section_open="<|tool_calls_section_begin|>",
@@ -133,7 +164,9 @@ def key_value_description() -> FormatDescription:
         ),
         results=Unknown("results are not rendered"),
         capabilities=capabilities(),
-        input_form=InputForm(content_with_calls="", arguments_as_string=False, id_form="openai", tool_descriptions=False),
+        input_form=InputForm(
+            content_with_calls="", arguments_as_string=False, id_form="openai", tool_descriptions=False
+        ),
     )
 
 
@@ -153,9 +186,23 @@ def test_every_node_type_is_exercised() -> None:
 
     seen = kinds(to_dict(json_call_description())) | kinds(to_dict(key_value_description()))
     assert seen == {
-        "unknown", "text", "field", "json_arguments", "argument_form", "key_value_arguments", "json_call",
-        "call_ids", "calls", "turn", "reasoning", "results", "capability", "capabilities", "template",
-        "format_description", "input_form",
+        "unknown",
+        "text",
+        "field",
+        "json_arguments",
+        "argument_form",
+        "key_value_arguments",
+        "json_call",
+        "call_ids",
+        "calls",
+        "turn",
+        "reasoning",
+        "results",
+        "capability",
+        "capabilities",
+        "template",
+        "format_description",
+        "input_form",
     }
 
 
@@ -183,8 +230,10 @@ def test_to_dict_exact_shapes() -> None:
     assert to_dict(Field("name")) == {"kind": "field", "name": "name", "base": 0}
     assert to_dict(Unknown("why")) == {"kind": "unknown", "reason": "why"}
     assert to_dict(Capability("no")) == {"kind": "capability", "status": "no", "message": ""}
-    assert to_dict(KIMI_CALL[:2]) == [{"kind": "text", "text": "<|tool_call_begin|>functions."},
-                                      {"kind": "field", "name": "name", "base": 0}]
+    assert to_dict(KIMI_CALL[:2]) == [
+        {"kind": "text", "text": "<|tool_call_begin|>functions."},
+        {"kind": "field", "name": "name", "base": 0},
+    ]
     call = to_dict(json_call_description().calls.json_call)
     assert call["constants"] == [[["type"], '"function"'], [["function", "strict"], "true"]]
     assert call["index_path"] is None
@@ -207,8 +256,15 @@ def test_dumps_is_sorted_and_stable() -> None:
     # keys sorted at the top level and inside nodes, independent of the dataclass field order
     assert list(data) == sorted(data)
     assert list(data)[:4] == ["bound_variables", "calls", "capabilities", "format"]
-    assert list(data["turn"]) == ["content_close", "content_open", "end", "generation_prompt", "history_prefix",
-                                  "kind", "stop"]
+    assert list(data["turn"]) == [
+        "content_close",
+        "content_open",
+        "end",
+        "generation_prompt",
+        "history_prefix",
+        "kind",
+        "stop",
+    ]
     assert "é ünïcode kept" in text  # not \u-escaped
     assert data["schema_version"] == 1
 
@@ -273,7 +329,8 @@ def test_loads_rejects_unexpected_field() -> None:
     data["calls"]["json_call"]["extra_path"] = ["x"]
     data["calls"]["json_call"]["another"] = 1
     _assert_one_line_description_error(
-        json.dumps(data), "unexpected field(s) ['another', 'extra_path'] in 'json_call' node")
+        json.dumps(data), "unexpected field(s) ['another', 'extra_path'] in 'json_call' node"
+    )
 
 
 def test_loads_rejects_missing_field() -> None:
@@ -283,8 +340,7 @@ def test_loads_rejects_missing_field() -> None:
 
 
 def test_loads_rejects_another_node_at_the_top() -> None:
-    data = to_dict(Turn(generation_prompt="", history_prefix="", content_open="", content_close="", end="",
-                        stop=()))
+    data = to_dict(Turn(generation_prompt="", history_prefix="", content_open="", content_close="", end="", stop=()))
     data["schema_version"] = 1
     # schema_version is not a Turn field
     _assert_one_line_description_error(json.dumps(data), "unexpected field(s) ['schema_version'] in 'turn' node")
@@ -302,16 +358,22 @@ def test_from_dict_passes_plain_values_through() -> None:
 
 def test_pattern_text() -> None:
     assert pattern_text(KIMI_CALL) == (
-        "<|tool_call_begin|>functions.{name}:{index}<|tool_call_argument_begin|>{arguments}<|tool_call_end|>")
+        "<|tool_call_begin|>functions.{name}:{index}<|tool_call_argument_begin|>{arguments}<|tool_call_end|>"
+    )
     assert pattern_text((Text("<tool_call>\n"), Field("call"), Text("\n</tool_call>"))) == (
-        "<tool_call>\n{call}\n</tool_call>")
+        "<tool_call>\n{call}\n</tool_call>"
+    )
     assert pattern_text(()) == ""
     assert pattern_text((Field("index", base=1),)) == "{index}"
 
 
 def test_literals() -> None:
     assert literals(KIMI_CALL) == (
-        "<|tool_call_begin|>functions.", ":", "<|tool_call_argument_begin|>", "<|tool_call_end|>")
+        "<|tool_call_begin|>functions.",
+        ":",
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>",
+    )
     # empty text parts are not literals
     assert literals((Text(""), Field("key"), Text("="), Field("value"), Text(""))) == ("=",)
     assert literals((Field("call"),)) == ()
@@ -347,11 +409,26 @@ def test_pattern_round_trip_inside_a_description(pattern: tuple) -> None:
     description = key_value_description()
     calls = description.calls
     changed = FormatDescription(
-        schema_version=description.schema_version, template=description.template, format=description.format,
-        turn=description.turn, reasoning=description.reasoning,
-        calls=Calls(calls.section_open, calls.section_close, calls.separator, pattern, calls.json_call,
-                    calls.arguments, calls.ids, calls.content_before_calls, calls.no_arguments, calls.json_array),
-        results=description.results, capabilities=description.capabilities, input_form=description.input_form,
+        schema_version=description.schema_version,
+        template=description.template,
+        format=description.format,
+        turn=description.turn,
+        reasoning=description.reasoning,
+        calls=Calls(
+            calls.section_open,
+            calls.section_close,
+            calls.separator,
+            pattern,
+            calls.json_call,
+            calls.arguments,
+            calls.ids,
+            calls.content_before_calls,
+            calls.no_arguments,
+            calls.json_array,
+        ),
+        results=description.results,
+        capabilities=description.capabilities,
+        input_form=description.input_form,
     )
     assert loads(dumps(changed)) == changed
 

@@ -6,18 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.diff import _same_modulo_counters  # the oracle below reuses the counter comparison
 from analyzer.diff import (
     Insertion,
     RepeatedUnit,
+    _same_modulo_counters,  # the oracle below reuses the counter comparison
     common_prefix_len,
     common_suffix_len,
     find_all,
     insertion,
     repeated_unit,
 )
-from analyzer.summary import visible
 from analyzer.markers import inside_marker_mask
+from analyzer.summary import visible
 
 # --------------------------------------------------------------------------- prefix / suffix
 
@@ -69,7 +69,7 @@ def test_prefix_and_suffix_are_maximal(a: str, b: str) -> None:
     assert a[:p] == b[:p]
     assert p == min(len(a), len(b)) or a[p] != b[p]
     s = common_suffix_len(a, b)
-    assert a[len(a) - s:] == b[len(b) - s:]
+    assert a[len(a) - s :] == b[len(b) - s :]
     assert s == min(len(a), len(b)) or a[len(a) - 1 - s] != b[len(b) - 1 - s]
 
 
@@ -120,10 +120,10 @@ def test_insertion_window_is_exact(shorter: str, at: int, inserted: str) -> None
     assert ins.lo <= at <= ins.hi
     # every position in the window is a valid reading, and the window is as wide as possible
     for p in range(ins.lo, ins.hi + 1):
-        assert shorter[:p] + longer[p:p + ins.size] + shorter[p:] == longer
+        assert shorter[:p] + longer[p : p + ins.size] + shorter[p:] == longer
     for p in (ins.lo - 1, ins.hi + 1):
         if 0 <= p <= len(shorter):
-            assert shorter[:p] + longer[p:p + ins.size] + shorter[p:] != longer
+            assert shorter[:p] + longer[p : p + ins.size] + shorter[p:] != longer
 
 
 # --------------------------------------------------------------------------- repeated_unit
@@ -139,8 +139,7 @@ def to_first(text: str) -> str:
 def test_repeated_unit_chatml_tagged_calls() -> None:
     head, tail = "<|im_start|>assistant\n", "<|im_end|>\n"
     one = head + "<tool_call>\n" + CALL_A + "\n</tool_call>" + tail
-    two = (head + "<tool_call>\n" + CALL_A + "\n</tool_call>\n<tool_call>\n" + CALL_B + "\n</tool_call>"
-           + tail)
+    two = head + "<tool_call>\n" + CALL_A + "\n</tool_call>\n<tool_call>\n" + CALL_B + "\n</tool_call>" + tail
     unit = repeated_unit(one, two, to_first, "SENTINEL_A")
     assert unit == RepeatedUnit(
         start=22,
@@ -150,7 +149,7 @@ def test_repeated_unit_chatml_tagged_calls() -> None:
         second="<tool_call>\n" + CALL_B + "\n</tool_call>",
         counters=(),
     )
-    assert one[unit.start:unit.end] == unit.first
+    assert one[unit.start : unit.end] == unit.first
 
 
 def test_repeated_unit_json_array() -> None:
@@ -163,21 +162,26 @@ def test_repeated_unit_json_array() -> None:
 def test_repeated_unit_short_json_array() -> None:
     one, two = '[{"n": "S1"}]', '[{"n": "S1"}, {"n": "S2"}]'
     unit = repeated_unit(one, two, lambda s: s.replace("S2", "S1"), "S1")
-    assert unit == RepeatedUnit(start=1, end=12, separator=", ", first='{"n": "S1"}', second='{"n": "S2"}',
-                                counters=())
+    assert unit == RepeatedUnit(start=1, end=12, separator=", ", first='{"n": "S1"}', second='{"n": "S2"}', counters=())
 
 
 def test_repeated_unit_kimi_call_index_counter() -> None:
     section_open, section_close = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
-    call_a = ('<|tool_call_begin|>functions.alpha_fn:0<|tool_call_argument_begin|>{"city": "SENTINEL_A"}'
-              "<|tool_call_end|>")
-    call_b = ('<|tool_call_begin|>functions.beta_fn:1<|tool_call_argument_begin|>{"city": "SENTINEL_B"}'
-              "<|tool_call_end|>")
+    call_a = (
+        '<|tool_call_begin|>functions.alpha_fn:0<|tool_call_argument_begin|>{"city": "SENTINEL_A"}<|tool_call_end|>'
+    )
+    call_b = '<|tool_call_begin|>functions.beta_fn:1<|tool_call_argument_begin|>{"city": "SENTINEL_B"}<|tool_call_end|>'
     one = section_open + call_a + section_close
     two = section_open + call_a + call_b + section_close
     unit = repeated_unit(one, two, to_first, "SENTINEL_A")
-    assert unit == RepeatedUnit(start=len(section_open), end=len(section_open) + len(call_a), separator="",
-                                first=call_a, second=call_b, counters=((0, "0", "1"),))
+    assert unit == RepeatedUnit(
+        start=len(section_open),
+        end=len(section_open) + len(call_a),
+        separator="",
+        first=call_a,
+        second=call_b,
+        counters=((0, "0", "1"),),
+    )
 
 
 def test_repeated_unit_counter_index_counts_digit_runs() -> None:
@@ -248,7 +252,7 @@ def _oracle(one: str, two: str, to_first, must_contain: str) -> RepeatedUnit | N
     inside = inside_marker_mask(one)
     best = None
     for end in range(ins.lo, ins.hi + 1):
-        inserted = two[end:end + ins.size]
+        inserted = two[end : end + ins.size]
         for cut in range(len(inserted)):
             second = inserted[cut:]
             expected = to_first(second)
@@ -262,8 +266,7 @@ def _oracle(one: str, two: str, to_first, must_contain: str) -> RepeatedUnit | N
             if counters is None:
                 continue
             counters = tuple((k, old, new) for k, new, old in counters)
-            score = (not inside[start] and not inside[end], not (first[0].isspace() or first[-1].isspace()),
-                     len(first))
+            score = (not inside[start] and not inside[end], not (first[0].isspace() or first[-1].isspace()), len(first))
             if best is None or score >= best[0]:
                 best = (score, RepeatedUnit(start, end, inserted[:cut], first, second, counters))
     return best[1] if best else None
@@ -278,8 +281,9 @@ def _to_first_renaming(text: str) -> str:
     return text.replace("S2", "S1").replace("NB", "NAA")
 
 
-@given(_piece_runs, _piece_runs, st.lists(st.sampled_from(_PIECES), max_size=2).map("".join), _piece_runs,
-       st.booleans())
+@given(
+    _piece_runs, _piece_runs, st.lists(st.sampled_from(_PIECES), max_size=2).map("".join), _piece_runs, st.booleans()
+)
 def test_repeated_unit_matches_brute_force(head: str, unit: str, separator: str, tail: str, recount: bool) -> None:
     if "S1" not in unit:
         unit += "S1"
@@ -292,8 +296,8 @@ def test_repeated_unit_matches_brute_force(head: str, unit: str, separator: str,
     assert found == _oracle(one, two, _to_first_renaming, "S1")
     # a unit exists by construction, and whatever is found explains ``two`` exactly
     assert found is not None
-    assert one[found.start:found.end] == found.first
-    assert two == one[:found.end] + found.separator + found.second + one[found.end:]
+    assert one[found.start : found.end] == found.first
+    assert two == one[: found.end] + found.separator + found.second + one[found.end :]
     assert "S1" in found.first
 
 

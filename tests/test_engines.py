@@ -27,8 +27,15 @@ def tpl(source: str, **kw: object) -> Template:
     return Template(source=source, name="probe", origin="mem:probe", **kw)  # type: ignore[arg-type]
 
 
-def render(source: str, engine: str, messages: list | None = None, *, limits: RenderLimits | None = None,
-           template_kw: dict | None = None, **kw: object) -> str:
+def render(
+    source: str,
+    engine: str,
+    messages: list | None = None,
+    *,
+    limits: RenderLimits | None = None,
+    template_kw: dict | None = None,
+    **kw: object,
+) -> str:
     compiled = compile_template(tpl(source, **(template_kw or {})), engine, limits)
     return compiled.render([] if messages is None else messages, **kw)  # type: ignore[arg-type]
 
@@ -67,8 +74,10 @@ def test_trim_blocks_leaves_expressions_alone(engine: str) -> None:
 
 
 def test_loop_controls(engine: str) -> None:
-    source = ("{% for i in range(10) %}{% if i == 1 %}{% continue %}{% endif %}"
-              "{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}")
+    source = (
+        "{% for i in range(10) %}{% if i == 1 %}{% continue %}{% endif %}"
+        "{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}"
+    )
     assert render(source, engine) == "023"
 
 
@@ -129,16 +138,21 @@ def test_default_special_tokens(engine: str) -> None:
 
 
 def test_template_special_tokens(engine: str) -> None:
-    out = render("{{ bos_token }}|{{ eos_token }}", engine,
-                 template_kw={"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"})
+    out = render(
+        "{{ bos_token }}|{{ eos_token }}",
+        engine,
+        template_kw={"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
+    )
     assert out == "<|begin_of_text|>|<|eot_id|>"
     # An empty token is a real value, not "missing".
     assert render("[{{ bos_token }}]", engine, template_kw={"bos_token": ""}) == "[]"
 
 
 def test_standard_context(engine: str) -> None:
-    source = ("{{ messages | length }}:{{ messages[0].role }}:{{ messages[0]['content'] }}:"
-              "{{ tools | length if tools else 'none' }}:{{ add_generation_prompt }}")
+    source = (
+        "{{ messages | length }}:{{ messages[0].role }}:{{ messages[0]['content'] }}:"
+        "{{ tools | length if tools else 'none' }}:{{ add_generation_prompt }}"
+    )
     assert render(source, engine, USER_HI) == "1:user:hi:none:False"
     tools = [{"type": "function", "function": {"name": "read_file"}}]
     assert render(source, engine, USER_HI, tools=tools, add_generation_prompt=True) == "1:user:hi:1:True"
@@ -193,9 +207,11 @@ def test_template_cannot_mutate_callers_nested_values() -> None:
     messages = [{"role": "user", "content": "hi", "parts": [1]}]
     tools = [{"type": "function", "function": {"name": "f"}}]
     extra = {"bag": {"x": 1}}
-    source = ("{% set _ = messages[0].parts.append(2) %}{% set _ = messages[0].update({'role': 'x'}) %}"
-              "{% set _ = tools.clear() %}{% set _ = bag.pop('x') %}"
-              "{{ messages[0].role }}{{ messages[0].parts | length }}{{ tools | length }}{{ bag | length }}")
+    source = (
+        "{% set _ = messages[0].parts.append(2) %}{% set _ = messages[0].update({'role': 'x'}) %}"
+        "{% set _ = tools.clear() %}{% set _ = bag.pop('x') %}"
+        "{{ messages[0].role }}{{ messages[0].parts | length }}{{ tools | length }}{{ bag | length }}"
+    )
     assert compile_template(tpl(source), "minijinja").render(messages, tools=tools, extra=extra) == "x200"
     assert messages == [{"role": "user", "content": "hi", "parts": [1]}]
     assert tools == [{"type": "function", "function": {"name": "f"}}]
@@ -204,8 +220,10 @@ def test_template_cannot_mutate_callers_nested_values() -> None:
 
 def test_mutable_jinja2_lets_templates_build_lists_but_not_touch_the_caller() -> None:
     messages = [{"role": "user", "content": "hi"}]
-    source = ("{% set ns = [] %}{% set _ = ns.append(1) %}{% set _ = ns.append('b') %}"
-              "{% set _ = messages.append(2) %}{{ ns }}{{ messages | length }}")
+    source = (
+        "{% set ns = [] %}{% set _ = ns.append(1) %}{% set _ = ns.append('b') %}"
+        "{% set _ = messages.append(2) %}{{ ns }}{{ messages | length }}"
+    )
     compiled = compile_mutable(tpl(source))
     assert compiled.engine == "jinja2-mutable"
     assert compiled.render(messages) == "[1, 'b']2"
@@ -319,15 +337,22 @@ def test_unclosed_block_is_a_syntax_error(engine: str) -> None:
 KNOWN_USER_ONLY_DIFFERENCES: dict[str, dict[str, str]] = {
     # minijinja iterates None as empty; jinja2 raises on `for t in tools` with tools=None.
     "CohereForAI-c4ai-command-r-plus-tool_use": {
-        "jinja2": "TypeError: 'NoneType' object is not iterable", "minijinja": "ok"},
+        "jinja2": "TypeError: 'NoneType' object is not iterable",
+        "minijinja": "ok",
+    },
     "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use": {
-        "jinja2": "TypeError: 'NoneType' object is not iterable", "minijinja": "ok"},
+        "jinja2": "TypeError: 'NoneType' object is not iterable",
+        "minijinja": "ok",
+    },
     "NousResearch-Hermes-3-Llama-3.1-8B-tool_use": {
-        "jinja2": "TypeError: 'NoneType' object is not iterable", "minijinja": "ok"},
+        "jinja2": "TypeError: 'NoneType' object is not iterable",
+        "minijinja": "ok",
+    },
     # expects a `functions` variable: both engines fail.
     "fireworks-ai-llama-3-firefunction-v2": {
         "jinja2": "UndefinedError: 'functions' is undefined",
-        "minijinja": "invalid operation: tried to use + operator on unsupported types string and undefined"},
+        "minijinja": "invalid operation: tried to use + operator on unsupported types string and undefined",
+    },
 }
 
 
@@ -339,7 +364,7 @@ def _render_status(path: Path, engine: str) -> tuple[str, str | None]:
         message = str(exc)
         assert "\n" not in message
         assert message.startswith(f"{path.stem}: ")
-        return message[len(path.stem) + 2:], None
+        return message[len(path.stem) + 2 :], None
     return "ok", out
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from helpers.golden import GOLDEN, golden_paths
 
 from analyzer.analysis import analyze
 from analyzer.description import dumps, loads
 from analyzer.sources import load_template
-from helpers.golden import GOLDEN, golden_paths
 
 UPDATE = os.environ.get("TEMPLATE_ANALYZER_UPDATE_GOLDEN") == "1"
 

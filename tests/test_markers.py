@@ -8,8 +8,19 @@ import re
 import pytest
 
 from analyzer.markers import (
-    MAX_INSIDE, find_markers, first_marker, glued_end, glued_start, inside_marker_mask, is_marker, last_marker,
-    marker_at, marker_end, marker_start, special_word, tokens,
+    MAX_INSIDE,
+    find_markers,
+    first_marker,
+    glued_end,
+    glued_start,
+    inside_marker_mask,
+    is_marker,
+    last_marker,
+    marker_at,
+    marker_end,
+    marker_start,
+    special_word,
+    tokens,
 )
 
 # --------------------------------------------------------------------------- marker-aware cuts
@@ -108,8 +119,9 @@ def test_inside_marker_mask(text: str, expected: list[int]) -> None:
 # --------------------------------------------------------------------------- finding markers
 
 
-@pytest.mark.parametrize("text", ["<|im_end|>", "[INST]", "<｜User｜>", "<tool_call>", "[/TOOL_RESULTS]",
-                                  "<|start_header_id|>"])
+@pytest.mark.parametrize(
+    "text", ["<|im_end|>", "[INST]", "<｜User｜>", "<tool_call>", "[/TOOL_RESULTS]", "<|start_header_id|>"]
+)
 def test_bracketed_markers(text: str) -> None:
     assert is_marker(text) and is_marker(text, symbols=True)
     assert [m.group() for m in find_markers(f"a {text}b")] == [text]
@@ -139,16 +151,19 @@ def test_first_last_and_at() -> None:
     assert marker_at(text, 5).group() == "[B]" and marker_at(text, 4) is None
 
 
-@pytest.mark.parametrize(("marker", "word"), [
-    ("[TOOL_CALLS][", "[TOOL_CALLS]"),
-    ("<|tool_call_begin|>functions.", "<|tool_call_begin|>"),
-    ("<tool_call>\n", "<tool_call>"),
-    ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁begin｜>"),
-    ("<function=", ""),  # never closed: no word
-    (">\n", ""),
-    ("\n<tool_call>", ""),  # the word must open the marker
-    ("<tool call>", ""),  # a special token has no space in it
-])
+@pytest.mark.parametrize(
+    ("marker", "word"),
+    [
+        ("[TOOL_CALLS][", "[TOOL_CALLS]"),
+        ("<|tool_call_begin|>functions.", "<|tool_call_begin|>"),
+        ("<tool_call>\n", "<tool_call>"),
+        ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁begin｜>"),
+        ("<function=", ""),  # never closed: no word
+        (">\n", ""),
+        ("\n<tool_call>", ""),  # the word must open the marker
+        ("<tool call>", ""),  # a special token has no space in it
+    ],
+)
 def test_special_word(marker: str, word: str) -> None:
     assert special_word(marker) == word
 

@@ -26,22 +26,43 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from analyzer.description import (
-    CallIds, Calls, Field, FormatDescription, JsonArguments, JsonCall, KeyValueArguments, Pattern, Text,
-    Unknown,
-)
 from helpers.golden import Call, assistant_output, compile_for, golden, golden_descriptions, tool_calls
 
+from analyzer.description import (
+    CallIds,
+    Calls,
+    Field,
+    FormatDescription,
+    JsonArguments,
+    JsonCall,
+    KeyValueArguments,
+    Pattern,
+    Text,
+    Unknown,
+)
+
 TOOLS = [
-    {"type": "function", "function": {"name": name, "description": f"{name} tool", "parameters": {
-        "type": "object", "properties": {"location": {"type": "string", "description": "where"},
-                                         "days": {"type": "integer", "description": "how many days"}},
-        "required": ["location"]}}}
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name} tool",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "location": {"type": "string", "description": "where"},
+                    "days": {"type": "integer", "description": "how many days"},
+                },
+                "required": ["location"],
+            },
+        },
+    }
     for name in ("get_weather", "list_files")
 ]
-CALLS: list[Call] = [("get_weather", {"location": "Paris, France", "days": 3}, "Ab3De6Gh9"),
-                     ("list_files", {"location": "/tmp/x y"}, "Zy8Xw7Vu6")]
+CALLS: list[Call] = [
+    ("get_weather", {"location": "Paris, France", "days": 3}, "Ab3De6Gh9"),
+    ("list_files", {"location": "/tmp/x y"}, "Zy8Xw7Vu6"),
+]
 USER = {"role": "user", "content": "What is the weather?"}
 
 _decoder = json.JSONDecoder()
@@ -64,7 +85,8 @@ def literal(expected: str, what: str) -> Piece:
         if text.startswith(expected, at):
             yield at + len(expected)
         else:
-            miss(at, f"{what} {expected!r} expected, found {text[at:at + len(expected) + 20]!r}")
+            miss(at, f"{what} {expected!r} expected, found {text[at : at + len(expected) + 20]!r}")
+
     return piece
 
 
@@ -76,28 +98,32 @@ def one_of(candidates: list[str], what: str) -> Piece:
                 found = True
                 yield at + len(candidate)
         if not found:
-            miss(at, f"{what} (one of {candidates!r}) expected, found {text[at:at + 40]!r}")
+            miss(at, f"{what} (one of {candidates!r}) expected, found {text[at : at + 40]!r}")
+
     return piece
 
 
 def json_value(check: Callable[[Any], str | None], what: str) -> Piece:
     """A JSON value starting right here, which ``check`` accepts (returns no complaint for)."""
+
     def piece(text: str, at: int, miss: Callable[[int, str], None]) -> Iterator[int]:
         try:
             value, end = _decoder.raw_decode(text, at)
         except ValueError:
-            miss(at, f"{what}: no JSON value at {text[at:at + 40]!r}")
+            miss(at, f"{what}: no JSON value at {text[at : at + 40]!r}")
             return
         complaint = check(value)
         if complaint:
             miss(at, f"{what}: {complaint}")
         else:
             yield end
+
     return piece
 
 
 def python_value(expected: Any, what: str) -> Piece:
     """A Python literal starting right here, equal to ``expected``."""
+
     def piece(text: str, at: int, miss: Callable[[int, str], None]) -> Iterator[int]:
         found = False
         for end in range(at + 1, min(len(text), at + 400) + 1):
@@ -109,7 +135,8 @@ def python_value(expected: Any, what: str) -> Piece:
                 found = True
                 yield end
         if not found:
-            miss(at, f"{what}: no Python literal equal to {expected!r} at {text[at:at + 40]!r}")
+            miss(at, f"{what}: no Python literal equal to {expected!r} at {text[at : at + 40]!r}")
+
     return piece
 
 
@@ -121,7 +148,8 @@ def digits(expected: int, what: str) -> Piece:
         if end > at and int(text[at:end]) == expected:
             yield end
         else:
-            miss(at, f"{what} {expected} expected, found {text[at:at + 10]!r}")
+            miss(at, f"{what} {expected} expected, found {text[at : at + 10]!r}")
+
     return piece
 
 
@@ -135,7 +163,8 @@ def turn_ends(description: FormatDescription) -> Piece:
         if at == len(text) or any(text.startswith(end, at) for end in ends):
             yield len(text)
         else:
-            miss(at, f"the turn's end or stop ({ends!r}) expected after the calls, found {text[at:at + 40]!r}")
+            miss(at, f"the turn's end or stop ({ends!r}) expected after the calls, found {text[at : at + 40]!r}")
+
     return piece
 
 
@@ -180,6 +209,7 @@ def arguments_check(encoding: str, expected: dict[str, Any]) -> Callable[[Any], 
             except ValueError:
                 return f"the string does not hold JSON: {value!r}"
         return None if same(value, expected) else f"arguments {value!r}, expected {expected!r}"
+
     return check
 
 
@@ -191,8 +221,9 @@ def at_path(value: Any, path: tuple[str, ...]) -> Any:
     return value
 
 
-def json_call_check(json_call: JsonCall, name: str, arguments: dict[str, Any], call_id: str, index: int
-                    ) -> Callable[[Any], str | None]:
+def json_call_check(
+    json_call: JsonCall, name: str, arguments: dict[str, Any], call_id: str, index: int
+) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         if not isinstance(value, dict):
             return f"a JSON object expected, found {value!r}"
@@ -204,7 +235,8 @@ def json_call_check(json_call: JsonCall, name: str, arguments: dict[str, Any], c
             if at_path(value, json_call.name_path) != name:
                 return f"name {at_path(value, json_call.name_path)!r} at {json_call.name_path}, expected {name!r}"
             complaint = arguments_check(json_call.arguments_encoding, arguments)(
-                at_path(value, json_call.arguments_path))
+                at_path(value, json_call.arguments_path)
+            )
             if complaint:
                 return f"{complaint} (at {json_call.arguments_path})"
             if json_call.id_path is not None and at_path(value, json_call.id_path) not in id_candidates(call_id):
@@ -219,6 +251,7 @@ def json_call_check(json_call: JsonCall, name: str, arguments: dict[str, Any], c
         if tuple(value) != json_call.key_order:
             return f"keys in the order {tuple(value)}, expected {json_call.key_order}"
         return None
+
     return check
 
 
@@ -272,10 +305,16 @@ def argument_pieces(arguments: KeyValueArguments, values: dict[str, Any], k: int
         if form is None:
             raise Undescribed(f"no argument form for {json_type(value)}")
         what = f"call {k}, argument {key!r}"
-        pieces += pattern_pieces(form.pattern, {
-            "key": lambda _, key=key: [literal(key, f"{what}: key")],
-            "value": lambda _, form=form, value=value: [value_piece(arguments, form.syntax, value, f"{what}: value")],
-        }, what)
+        pieces += pattern_pieces(
+            form.pattern,
+            {
+                "key": lambda _, key=key: [literal(key, f"{what}: key")],
+                "value": lambda _, form=form, value=value: [
+                    value_piece(arguments, form.syntax, value, f"{what}: value")
+                ],
+            },
+            what,
+        )
     return pieces
 
 
@@ -301,13 +340,17 @@ def json_call_pieces(calls: Calls, call: Call, k: int) -> list[Piece]:
 def call_pieces(calls: Calls, call: Call, k: int) -> list[Piece]:
     name, arguments, call_id = call
     what = f"call {k}"
-    return pattern_pieces(calls.call, {
-        "name": lambda _: [literal(name, f"{what}: name")],
-        "id": lambda _: [one_of(id_candidates(call_id), f"{what}: id")],
-        "index": lambda field: [digits(field.base + k, f"{what}: index")],
-        "call": lambda _: json_call_pieces(calls, call, k),
-        "arguments": lambda _: arguments_pieces(calls, arguments, k),
-    }, what)
+    return pattern_pieces(
+        calls.call,
+        {
+            "name": lambda _: [literal(name, f"{what}: name")],
+            "id": lambda _: [one_of(id_candidates(call_id), f"{what}: id")],
+            "index": lambda field: [digits(field.base + k, f"{what}: index")],
+            "call": lambda _: json_call_pieces(calls, call, k),
+            "arguments": lambda _: arguments_pieces(calls, arguments, k),
+        },
+        what,
+    )
 
 
 def mismatch(description: FormatDescription, output: str, calls: list[Call]) -> str | None:
@@ -315,8 +358,10 @@ def mismatch(description: FormatDescription, output: str, calls: list[Call]) -> 
     described = description.calls
     assert isinstance(described, Calls)
     try:
-        pieces = [literal(description.turn.history_prefix, "history prefix"),
-                  literal(described.section_open, "section opener")]
+        pieces = [
+            literal(description.turn.history_prefix, "history prefix"),
+            literal(described.section_open, "section opener"),
+        ]
         for k, call in enumerate(calls):
             if k:
                 if isinstance(described.separator, Unknown):
@@ -340,35 +385,42 @@ def call_count(description: FormatDescription) -> int:
 def fresh_output(name: str, corpus_dir: Path) -> str:
     """The model's output for CALLS (two where the template takes parallel calls), rendered afresh."""
     description = golden(name)
-    turn = {"role": "assistant", "content": description.input_form.content_with_calls,
-            "tool_calls": tool_calls(description, CALLS[:call_count(description)])}
+    turn = {
+        "role": "assistant",
+        "content": description.input_form.content_with_calls,
+        "tool_calls": tool_calls(description, CALLS[: call_count(description)]),
+    }
     return assistant_output(description, compile_for(description, corpus_dir), [USER], turn, TOOLS)
 
 
 # Templates whose fresh render the description does not reproduce, with the reason (strict: fixing
 # one must remove it here).
 KNOWN_MISMATCHES = {
-    "CohereForAI-c4ai-command-r-plus-tool_use":
-        "a turn with calls is never closed: after the section closer '\\n]```\\n' the template writes the next "
-        "turn's header (here the instruction it appends to every render), not the turn end "
-        "'<|END_OF_TURN_TOKEN|>' the description reads from content turns; it records no end for call turns",
-    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B":
-        "the template writes the section closer '<｜tool▁calls▁end｜>' only after two or more calls; the "
-        "description, whose closer is read from one call, has an empty closer",
+    "CohereForAI-c4ai-command-r-plus-tool_use": "a turn with calls is never closed: after the section closer '\\n]```\\n' the template writes the next "
+    "turn's header (here the instruction it appends to every render), not the turn end "
+    "'<|END_OF_TURN_TOKEN|>' the description reads from content turns; it records no end for call turns",
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "the template writes the section closer '<｜tool▁calls▁end｜>' only after two or more calls; the "
+    "description, whose closer is read from one call, has an empty closer",
 }
 
 NAMES = [d.template.name for d in golden_descriptions(with_calls=True)]
 
 
 def _params() -> list[Any]:
-    return [pytest.param(name, id=name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISMATCHES[name])]
-                         if name in KNOWN_MISMATCHES else []) for name in NAMES]
+    return [
+        pytest.param(
+            name,
+            id=name,
+            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISMATCHES[name])] if name in KNOWN_MISMATCHES else [],
+        )
+        for name in NAMES
+    ]
 
 
 @pytest.mark.parametrize("name", _params())
 def test_description_matches_a_fresh_render(name, corpus_dir):
     description = golden(name)
-    calls = CALLS[:call_count(description)]
+    calls = CALLS[: call_count(description)]
     problem = mismatch(description, fresh_output(name, corpus_dir), calls)
     assert problem is None, problem
 
@@ -396,7 +448,7 @@ def _literal_changed(calls: Calls, count: int) -> Calls | None:
         return None
     part = calls.call[k]
     assert isinstance(part, Text)
-    return replace(calls, call=calls.call[:k] + (Text(part.text + "#"),) + calls.call[k + 1:])
+    return replace(calls, call=calls.call[:k] + (Text(part.text + "#"),) + calls.call[k + 1 :])
 
 
 def _encoding_changed(calls: Calls, count: int) -> Calls | None:
@@ -413,23 +465,42 @@ def _argument_key_changed(calls: Calls, count: int) -> Calls | None:
     arguments = calls.arguments
     if not isinstance(arguments, KeyValueArguments):
         return None
-    forms = tuple(replace(f, pattern=tuple(Text(p.text) if isinstance(p, Text) else
-                                           (Text("location") if p.name == "key" else p) for p in f.pattern))
-                  for f in arguments.forms)
+    forms = tuple(
+        replace(
+            f,
+            pattern=tuple(
+                Text(p.text) if isinstance(p, Text) else (Text("location") if p.name == "key" else p) for p in f.pattern
+            ),
+        )
+        for f in arguments.forms
+    )
     return replace(calls, arguments=replace(arguments, forms=forms))
 
 
 MUTATIONS = [
-    Mutation("separator replaced", lambda c, n: replace(c, separator=c.separator + "#")
-             if n == 2 and isinstance(c.separator, str) else None, ": separator "),
-    Mutation("section opener dropped", lambda c, n: replace(c, section_open="") if c.section_open.strip() else None,
-             ": call 0: "),
-    Mutation("section opener doubled", lambda c, n: replace(c, section_open=c.section_open * 2)
-             if c.section_open.strip() else None, ": section opener "),
-    Mutation("section closer dropped", lambda c, n: replace(c, section_close="") if c.section_close.strip() else None,
-             ": the turn's end or stop "),
-    Mutation("section closer added", lambda c, n: replace(c, section_close=c.section_close + "</calls>"),
-             ": section closer "),
+    Mutation(
+        "separator replaced",
+        lambda c, n: replace(c, separator=c.separator + "#") if n == 2 and isinstance(c.separator, str) else None,
+        ": separator ",
+    ),
+    Mutation(
+        "section opener dropped",
+        lambda c, n: replace(c, section_open="") if c.section_open.strip() else None,
+        ": call 0: ",
+    ),
+    Mutation(
+        "section opener doubled",
+        lambda c, n: replace(c, section_open=c.section_open * 2) if c.section_open.strip() else None,
+        ": section opener ",
+    ),
+    Mutation(
+        "section closer dropped",
+        lambda c, n: replace(c, section_close="") if c.section_close.strip() else None,
+        ": the turn's end or stop ",
+    ),
+    Mutation(
+        "section closer added", lambda c, n: replace(c, section_close=c.section_close + "</calls>"), ": section closer "
+    ),
     Mutation("call literal changed", _literal_changed, ": call 0: literal "),
     Mutation("arguments encoding changed", _encoding_changed, "a JSON string expected"),
     Mutation("argument key written as a literal", _argument_key_changed, ": call 0, argument "),
@@ -455,7 +526,7 @@ def test_a_wrong_description_is_rejected(name, mutation, corpus_dir):
     calls = description.calls
     assert isinstance(calls, Calls)
     wrong = replace(description, calls=mutation.apply(calls, call_count(description)))
-    problem = mismatch(wrong, fresh_output(name, corpus_dir), CALLS[:call_count(description)])
+    problem = mismatch(wrong, fresh_output(name, corpus_dir), CALLS[: call_count(description)])
     assert problem is not None and mutation.where in problem.split("; the output")[0], problem
 
 

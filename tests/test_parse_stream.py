@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.golden import golden
 
 from analyzer.backends.parser.codegen import generate_parser_module
-from helpers.golden import golden
 
 TEMPLATE = "Qwen-Qwen2.5-7B-Instruct"
 CALL = b'<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
@@ -58,8 +58,13 @@ def test_a_generated_module_streams_the_same_way(tmp_path: Path) -> None:
 def test_a_long_stream_is_read_to_the_end(corpus_dir: Path, size: int) -> None:
     """A megabyte through the pipe in one go: every character comes back in the message."""
     text = ("word " * (size // 5)).encode()
-    done = subprocess.run([sys.executable, "-m", "analyzer", "parse", str(corpus_dir / f"{TEMPLATE}.jinja"),
-                           "--stream"], input=text, capture_output=True, timeout=300, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "analyzer", "parse", str(corpus_dir / f"{TEMPLATE}.jinja"), "--stream"],
+        input=text,
+        capture_output=True,
+        timeout=300,
+        check=True,
+    )
     import json
 
     message = json.loads(done.stdout.decode().splitlines()[-1])["message"]

@@ -14,16 +14,17 @@ import sys
 from copy import deepcopy
 
 import pytest
+from helpers.cli import run
+from helpers.golden import golden
+from helpers.roundtrip import CASES as ROUND_TRIP_CASES
+from helpers.roundtrip import compile_for, model_output, not_written
+from helpers.transformers_parse import compare, prompt_for
 from transformers.cli.serving.utils import _RESPONSE_TEMPLATE_FALLBACKS
 
 from analyzer.backends.response_template import to_response_template
 from analyzer.lower import lower
 from analyzer.response_check import CASES, check, config_path
 from analyzer.sources import load_template
-from helpers.cli import run
-from helpers.golden import golden
-from helpers.roundtrip import CASES as ROUND_TRIP_CASES, compile_for, model_output, not_written
-from helpers.transformers_parse import compare, prompt_for
 
 CALL_CASES = {name for name, case in CASES.items() if case.calls}
 
@@ -97,11 +98,22 @@ def test_the_check_finds_what_the_round_trip_finds(name, corpus_dir):
     assert found <= {result.case for result in report.disagreements}
 
 
-@pytest.mark.parametrize("name", [
-    "Qwen-Qwen2.5-7B-Instruct", "Qwen-Qwen3-0.6B", "Qwen3.5-4B", "moonshotai-Kimi-K2", "Kimi-K3",
-    "mistralai-Mistral-Nemo-Instruct-2407", "meta-llama-Llama-3.1-8B-Instruct", "unsloth-Apriel-1.5",
-    "GigaChat3-10B-A1.8B", "deepseek-ai-DeepSeek-V3.1", "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Qwen-Qwen2.5-7B-Instruct",
+        "Qwen-Qwen3-0.6B",
+        "Qwen3.5-4B",
+        "moonshotai-Kimi-K2",
+        "Kimi-K3",
+        "mistralai-Mistral-Nemo-Instruct-2407",
+        "meta-llama-Llama-3.1-8B-Instruct",
+        "unsloth-Apriel-1.5",
+        "GigaChat3-10B-A1.8B",
+        "deepseek-ai-DeepSeek-V3.1",
+        "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
+    ],
+)
 def test_our_templates_agree_with_what_the_template_wrote(name, corpus_dir):
     report = _check(name, _generated(name), corpus_dir)
     assert [(r.case, r.details) for r in report.disagreements] == []
@@ -138,10 +150,12 @@ def test_serve_streams_one_call_per_region_and_fails_on_a_list():
     from transformers.cli.serving.utils import response_events_to_chunks
     from transformers.utils.chat_parsing import ResponseParser, parse_response
 
-    outputs = {"Qwen3-Coder": "<tool_call>\n<function=search>\n<parameter=query>\nq\n</parameter>\n</function>\n"
-                              "</tool_call><|im_end|>",
-               "mistralai-Mistral-Nemo-Instruct-2407": '[TOOL_CALLS][{"name": "search", "arguments": {"query": "q"}, '
-                                                       '"id": "Ab3De6Gh9"}]</s>'}
+    outputs = {
+        "Qwen3-Coder": "<tool_call>\n<function=search>\n<parameter=query>\nq\n</parameter>\n</function>\n"
+        "</tool_call><|im_end|>",
+        "mistralai-Mistral-Nemo-Instruct-2407": '[TOOL_CALLS][{"name": "search", "arguments": {"query": "q"}, '
+        '"id": "Ab3De6Gh9"}]</s>',
+    }
     events = {}
     for name, output in outputs.items():
         parser = ResponseParser(_generated(name), prefix="")
@@ -162,8 +176,9 @@ def model_dir(tmp_path, corpus_dir):
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")),
-                                        unk_token="[UNK]")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")), unk_token="[UNK]"
+    )
     tokenizer.chat_template = (corpus_dir / "Qwen3-Coder.jinja").read_text(encoding="utf-8")
     tokenizer.save_pretrained(tmp_path / "model")
     return tmp_path / "model"
@@ -181,15 +196,30 @@ def test_into_keeps_every_other_key_and_transformers_reads_it(model_dir):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"location": {"type": "string"}, "days": {"type": "integer"}}}}}]
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tools=tools, tokenize=False,
-                                           add_generation_prompt=True)
-    output = ("<tool_call>\n<function=get_weather>\n<parameter=location>\nParis, France\n</parameter>\n"
-              "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call><|im_end|>")
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"location": {"type": "string"}, "days": {"type": "integer"}},
+                },
+            },
+        }
+    ]
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tools=tools, tokenize=False, add_generation_prompt=True
+    )
+    output = (
+        "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis, France\n</parameter>\n"
+        "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call><|im_end|>"
+    )
     message = tokenizer.parse_response(output, prefix=prompt, tools=tools)
-    assert message["tool_calls"][0]["function"] == {"name": "get_weather",
-                                                    "arguments": {"location": "Paris, France", "days": 3}}
+    assert message["tool_calls"][0]["function"] == {
+        "name": "get_weather",
+        "arguments": {"location": "Paris, France", "days": 3},
+    }
 
 
 def test_output_file_holds_the_template(tmp_path, corpus_dir):
@@ -210,7 +240,8 @@ def test_inexpressible_is_one_error_line_and_partial_lists_what_it_leaves_out(co
         "left out: object argument values: written as Python literals ({'a': 1}), and transformers casts object "
         "and array values with json.loads only; they come back as text",
         "left out: array argument values: written as Python literals ({'a': 1}), and transformers casts object "
-        "and array values with json.loads only; they come back as text"]
+        "and array values with json.loads only; they come back as text",
+    ]
 
 
 def test_check_reads_the_shipped_template_or_the_one_given(model_dir, tmp_path, corpus_dir):
@@ -225,12 +256,15 @@ def test_check_reads_the_shipped_template_or_the_one_given(model_dir, tmp_path, 
     assert code == 1 and "one call" in out and "disagrees" in out and "json parser could not parse" in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--against", "x.json"], "--against needs --check"),
-    (["--check", "-o", "x.json"], "--check reads a response_template; it does not write one"),
-    (["--check"], "a lone template ships no response_template"),
-    (["--into", "nowhere.txt"], "give a model folder or a tokenizer_config.json"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--against", "x.json"], "--against needs --check"),
+        (["--check", "-o", "x.json"], "--check reads a response_template; it does not write one"),
+        (["--check"], "a lone template ships no response_template"),
+        (["--into", "nowhere.txt"], "give a model folder or a tokenizer_config.json"),
+    ],
+)
 def test_bad_options_are_one_line_and_exit_2(args, message, corpus_dir):
     code, out, err = run(["response-template", str(corpus_dir / "Qwen3.5-4B.jinja"), *args])
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
@@ -242,25 +276,31 @@ def test_into_a_folder_without_a_tokenizer_config_is_one_line_and_exit_2(tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"fields": {"content": {"content": "nope"}}, "start_anchor": "x"}', "not a valid response_template"),
-    ("[1]", "holds no response_template"),
-    ("{", "not a JSON file"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"fields": {"content": {"content": "nope"}}, "start_anchor": "x"}', "not a valid response_template"),
+        ("[1]", "holds no response_template"),
+        ("{", "not a JSON file"),
+    ],
+)
 def test_a_bad_template_to_check_is_one_line_and_exit_2(content, message, tmp_path, corpus_dir):
     (tmp_path / "rt.json").write_text(content, encoding="utf-8")
-    code, out, err = run(["response-template", str(corpus_dir / "Qwen3.5-4B.jinja"), "--check",
-                          "--against", str(tmp_path / "rt.json")])
+    code, out, err = run(
+        ["response-template", str(corpus_dir / "Qwen3.5-4B.jinja"), "--check", "--against", str(tmp_path / "rt.json")]
+    )
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
 
 
 def test_check_without_transformers_says_how_to_get_it(monkeypatch, tmp_path, corpus_dir):
     monkeypatch.setitem(sys.modules, "transformers.utils.chat_parsing", None)
     (tmp_path / "rt.json").write_text(json.dumps(_generated("Qwen3.5-4B")), encoding="utf-8")
-    code, out, err = run(["response-template", str(corpus_dir / "Qwen3.5-4B.jinja"), "--check",
-                          "--against", str(tmp_path / "rt.json")])
-    assert (code, out) == (1, "") and err == ("Error: checking a response_template needs transformers: "
-                                              "pip install 'transformers==5.23.0'\n")
+    code, out, err = run(
+        ["response-template", str(corpus_dir / "Qwen3.5-4B.jinja"), "--check", "--against", str(tmp_path / "rt.json")]
+    )
+    assert (code, out) == (1, "") and err == (
+        "Error: checking a response_template needs transformers: pip install 'transformers==5.23.0'\n"
+    )
 
 
 def test_config_path_of_a_folder_and_a_file(tmp_path):

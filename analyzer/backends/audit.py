@@ -12,13 +12,14 @@ with ``analyzer.summary.visible``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from analyzer.description import Capabilities, CallIds, Calls, FormatDescription, Results
-from analyzer.summary import visible
-from analyzer.runtime.shape import ID_FORMS
+from analyzer.description import CallIds, Calls, Capabilities, FormatDescription, Results
 from analyzer.evidence import ContextUse, EngineAgreement, Evidence, History, ToolDefinitions, ToolPlacement
+from analyzer.runtime.shape import ID_FORMS
+from analyzer.summary import visible
 from analyzer.tokenizer import TOKENS_UNKNOWN
 
 Style = Callable[..., str]
@@ -79,10 +80,12 @@ def audit(description: FormatDescription, evidence: Evidence) -> AuditReport:
 
 # --------------------------------------------------------------------------- 1. tool definitions
 
-_FORM_TEXT = {"as given": "tool definitions are written as the JSON they are given in",
-              "re-indented": "tool definitions are written as JSON, re-indented",
-              "function only": "tool definitions are written as JSON of the function alone (no type wrapper)",
-              "rewritten": "tool definitions are rewritten into another form (not the JSON given)"}
+_FORM_TEXT = {
+    "as given": "tool definitions are written as the JSON they are given in",
+    "re-indented": "tool definitions are written as JSON, re-indented",
+    "function only": "tool definitions are written as JSON of the function alone (no type wrapper)",
+    "rewritten": "tool definitions are rewritten into another form (not the JSON given)",
+}
 
 
 def _tool_section(description: FormatDescription, tools: ToolDefinitions, findings: list[Finding]) -> ToolSection:
@@ -95,23 +98,45 @@ def _tool_section(description: FormatDescription, tools: ToolDefinitions, findin
         message = {
             "error": f"with a [{p.opening}] conversation the prompt does not render with tools",
             "not written": f"with a [{p.opening}] conversation tool definitions do not change the prompt",
-        }.get(p.placement, f"with a [{p.opening}] conversation tool definitions go in "
-            + ("their own block" if p.placement == "own block" else f"the {p.placement}"))
+        }.get(
+            p.placement,
+            f"with a [{p.opening}] conversation tool definitions go in "
+            + ("their own block" if p.placement == "own block" else f"the {p.placement}"),
+        )
         findings.append(Finding("tools", "tool-placement", severity, message, p.evidence))
     if tools.per_tool_chars is not None:
-        findings.append(Finding("tools", "tool-cost", "info",
-                                f"tool section: {tools.fixed_chars} characters fixed, {tools.per_tool_chars} "
-                                f"characters per tool; tokens: {tokens}"))
+        findings.append(
+            Finding(
+                "tools",
+                "tool-cost",
+                "info",
+                f"tool section: {tools.fixed_chars} characters fixed, {tools.per_tool_chars} "
+                f"characters per tool; tokens: {tokens}",
+            )
+        )
     if description.format == "none":
-        findings.append(Finding("tools", "no-tool-format", "warning",
-                                "the template writes no tool calls" + ("" if tools.written else " nor tool definitions")
-                                + ": tools can still be offered through the prompt (template-analyzer prompted)"))
+        findings.append(
+            Finding(
+                "tools",
+                "no-tool-format",
+                "warning",
+                "the template writes no tool calls"
+                + ("" if tools.written else " nor tool definitions")
+                + ": tools can still be offered through the prompt (template-analyzer prompted)",
+            )
+        )
     if tools.form in _FORM_TEXT:
         findings.append(Finding("tools", "tool-form", "info", _FORM_TEXT[tools.form], tools.form_evidence))
     if tools.descriptions == "dropped":
-        findings.append(Finding("tools", "descriptions-dropped", "warning",
-                                "tool descriptions are not written into the prompt: the model never sees them",
-                                tools.descriptions_evidence))
+        findings.append(
+            Finding(
+                "tools",
+                "descriptions-dropped",
+                "warning",
+                "tool descriptions are not written into the prompt: the model never sees them",
+                tools.descriptions_evidence,
+            )
+        )
     elif tools.descriptions == "written":
         findings.append(Finding("tools", "descriptions-written", "info", "tool descriptions are written as given"))
     return section
@@ -135,23 +160,48 @@ def _requirements(description: FormatDescription, findings: list[Finding]) -> No
         if cap.status == "yes":
             findings.append(Finding("requirements", f"{key.replace('_', '-')}-accepted", "info", f"accepts {what}"))
             continue
-        verb = {"refused": "refuses", "error": "fails on", "dropped": "drops", "differs": "changes",
-                "no": "does not take", "unknown": "gave no evidence about"}.get(cap.status, cap.status)
-        findings.append(Finding("requirements", f"{key.replace('_', '-')}-{cap.status}",
-                                "info" if cap.status in ("no", "unknown") else "warning",
-                                f"{verb} {what}", cap.message))
+        verb = {
+            "refused": "refuses",
+            "error": "fails on",
+            "dropped": "drops",
+            "differs": "changes",
+            "no": "does not take",
+            "unknown": "gave no evidence about",
+        }.get(cap.status, cap.status)
+        findings.append(
+            Finding(
+                "requirements",
+                f"{key.replace('_', '-')}-{cap.status}",
+                "info" if cap.status in ("no", "unknown") else "warning",
+                f"{verb} {what}",
+                cap.message,
+            )
+        )
     ids = description.calls.ids if isinstance(description.calls, Calls) else None
     if isinstance(ids, CallIds):
         accepted = [ID_FORM_NAMES.get(f, f) for f in ids.accepted]
         if ids.refused and ids.accepted:
-            findings.append(Finding("requirements", "id-form-required", "warning",
-                                    f"requires {' or '.join(accepted)}", ids.refused[0][1]))
+            findings.append(
+                Finding(
+                    "requirements",
+                    "id-form-required",
+                    "warning",
+                    f"requires {' or '.join(accepted)}",
+                    ids.refused[0][1],
+                )
+            )
         for form, message in ids.refused:
-            findings.append(Finding("requirements", "id-form-refused", "warning",
-                                    f"refuses {ID_FORM_NAMES.get(form, form)}", message))
+            findings.append(
+                Finding(
+                    "requirements", "id-form-refused", "warning", f"refuses {ID_FORM_NAMES.get(form, form)}", message
+                )
+            )
         if not ids.refused:
-            findings.append(Finding("requirements", "id-form-accepted", "info",
-                                    f"accepts {', '.join(accepted)}; ids are {ids.written}"))
+            findings.append(
+                Finding(
+                    "requirements", "id-form-accepted", "info", f"accepts {', '.join(accepted)}; ids are {ids.written}"
+                )
+            )
 
 
 # --------------------------------------------------------------------------- 3. nondeterminism
@@ -159,22 +209,41 @@ def _requirements(description: FormatDescription, findings: list[Finding]) -> No
 
 def _nondeterminism(context: ContextUse, findings: list[Finding]) -> None:
     if context.date == "unknown":
-        findings.append(Finding("nondeterminism", "unrendered", "info",
-                                "the prompt does not render with tools; the date check was skipped",
-                                context.date_evidence))
+        findings.append(
+            Finding(
+                "nondeterminism",
+                "unrendered",
+                "info",
+                "the prompt does not render with tools; the date check was skipped",
+                context.date_evidence,
+            )
+        )
         return
     if context.date == "uses the date":
-        findings.append(Finding("nondeterminism", "uses-current-date", "risk",
-                                "uses the current date (strftime_now): the prompt changes from day to day, "
-                                "so prompt caches and reproducible evaluations break at midnight",
-                                context.date_evidence))
+        findings.append(
+            Finding(
+                "nondeterminism",
+                "uses-current-date",
+                "risk",
+                "uses the current date (strftime_now): the prompt changes from day to day, "
+                "so prompt caches and reproducible evaluations break at midnight",
+                context.date_evidence,
+            )
+        )
     else:
-        findings.append(Finding("nondeterminism", "deterministic", "info",
-                                "deterministic: the prompt does not depend on the clock"))
+        findings.append(
+            Finding("nondeterminism", "deterministic", "info", "deterministic: the prompt does not depend on the clock")
+        )
     for variable in context.variables:
-        findings.append(Finding("nondeterminism", "context-variable", "info",
-                                f"the prompt reads the context variable {variable.name!r} (a default is written "
-                                f"when it is unset)", variable.evidence))
+        findings.append(
+            Finding(
+                "nondeterminism",
+                "context-variable",
+                "info",
+                f"the prompt reads the context variable {variable.name!r} (a default is written when it is unset)",
+                variable.evidence,
+            )
+        )
 
 
 # --------------------------------------------------------------------------- 4. engine disagreement
@@ -183,22 +252,41 @@ def _nondeterminism(context: ContextUse, findings: list[Finding]) -> None:
 def _engines(engines: EngineAgreement, findings: list[Finding]) -> None:
     for case in engines.cases:
         if case.outcome == "differ":
-            findings.append(Finding("engines", "engines-differ", "risk",
-                                    f"{case.label}: jinja2 and minijinja first differ at character {case.position}",
-                                    case.jinja2, case.minijinja))
+            findings.append(
+                Finding(
+                    "engines",
+                    "engines-differ",
+                    "risk",
+                    f"{case.label}: jinja2 and minijinja first differ at character {case.position}",
+                    case.jinja2,
+                    case.minijinja,
+                )
+            )
         elif case.outcome == "both raise":
-            findings.append(Finding("engines", "engines-both-raise", "info",
-                                    f"{case.label}: both engines raise, with different messages",
-                                    case.jinja2, case.minijinja))
+            findings.append(
+                Finding(
+                    "engines",
+                    "engines-both-raise",
+                    "info",
+                    f"{case.label}: both engines raise, with different messages",
+                    case.jinja2,
+                    case.minijinja,
+                )
+            )
         elif case.outcome == "only jinja2 raises":
-            findings.append(Finding("engines", "engine-raises", "risk", f"{case.label}: only jinja2 raises",
-                                    case.jinja2))
+            findings.append(
+                Finding("engines", "engine-raises", "risk", f"{case.label}: only jinja2 raises", case.jinja2)
+            )
         elif case.outcome == "only minijinja raises":
-            findings.append(Finding("engines", "engine-raises", "risk", f"{case.label}: only minijinja raises",
-                                    case.minijinja))
+            findings.append(
+                Finding("engines", "engine-raises", "risk", f"{case.label}: only minijinja raises", case.minijinja)
+            )
     if engines.agree:
-        findings.append(Finding("engines", "engines-agree", "info",
-                                "jinja2 and minijinja render the audited conversations identically"))
+        findings.append(
+            Finding(
+                "engines", "engines-agree", "info", "jinja2 and minijinja render the audited conversations identically"
+            )
+        )
 
 
 # --------------------------------------------------------------------------- 5. tool results
@@ -209,27 +297,46 @@ def _results(description: FormatDescription, findings: list[Finding]) -> None:
     if not isinstance(r, Results):
         findings.append(Finding("results", "results-unknown", "info", f"tool results: unknown ({r.reason})"))
         return
-    findings.append(Finding("results", "results-form", "info",
-                            f"tool results are written as {r.rendered_as}; linked by {r.linked_by}; "
-                            f"id written: {'yes' if r.carries_id else 'no'}; "
-                            f"name written: {'yes' if r.carries_name else 'no'}; JSON content: {r.json_content}"))
+    findings.append(
+        Finding(
+            "results",
+            "results-form",
+            "info",
+            f"tool results are written as {r.rendered_as}; linked by {r.linked_by}; "
+            f"id written: {'yes' if r.carries_id else 'no'}; "
+            f"name written: {'yes' if r.carries_name else 'no'}; JSON content: {r.json_content}",
+        )
+    )
     if r.linked_by == "order":
-        findings.append(Finding("results", "linked-by-order", "risk",
-                                "results are linked to calls by order only: results returned out of call order "
-                                "will be attributed to the wrong call"))
+        findings.append(
+            Finding(
+                "results",
+                "linked-by-order",
+                "risk",
+                "results are linked to calls by order only: results returned out of call order "
+                "will be attributed to the wrong call",
+            )
+        )
     if r.json_content == "quoted":
-        findings.append(Finding("results", "json-quoted", "info",
-                                "JSON tool results are escaped into a string before they are written"))
+        findings.append(
+            Finding(
+                "results", "json-quoted", "info", "JSON tool results are escaped into a string before they are written"
+            )
+        )
 
 
 # --------------------------------------------------------------------------- 6. history
 
 _REASONING_TEXT = {
     "kept": ("info", "reasoning of earlier turns is kept in history"),
-    "dropped on earlier turns": ("warning", "reasoning is dropped from earlier turns once a later user turn "
-                                            "follows (only the last turn keeps it)"),
-    "not written": ("warning", "the reasoning of an answer turn is not written back, on earlier turns or on "
-                               "the last one"),
+    "dropped on earlier turns": (
+        "warning",
+        "reasoning is dropped from earlier turns once a later user turn follows (only the last turn keeps it)",
+    ),
+    "not written": (
+        "warning",
+        "the reasoning of an answer turn is not written back, on earlier turns or on the last one",
+    ),
 }
 
 
@@ -243,25 +350,61 @@ def _history(description: FormatDescription, history: History, findings: list[Fi
     if isinstance(calls, Calls):
         kept = calls.content_before_calls
         if kept == "dropped":
-            findings.append(Finding("history", "content-dropped", "warning",
-                                    "content written beside tool calls is dropped from history", history.call_turn))
+            findings.append(
+                Finding(
+                    "history",
+                    "content-dropped",
+                    "warning",
+                    "content written beside tool calls is dropped from history",
+                    history.call_turn,
+                )
+            )
         elif kept == "calls dropped":
-            findings.append(Finding("history", "calls-dropped", "risk",
-                                    "an assistant turn with content and tool calls loses its calls in history",
-                                    history.call_turn))
+            findings.append(
+                Finding(
+                    "history",
+                    "calls-dropped",
+                    "risk",
+                    "an assistant turn with content and tool calls loses its calls in history",
+                    history.call_turn,
+                )
+            )
         elif kept == "kept":
-            findings.append(Finding("history", "content-kept", "info", "content beside tool calls is kept in history",
-                                    history.call_turn))
+            findings.append(
+                Finding(
+                    "history", "content-kept", "info", "content beside tool calls is kept in history", history.call_turn
+                )
+            )
         arguments = "a JSON string" if description.input_form.arguments_as_string else "a JSON object"
-        findings.append(Finding("history", "argument-form", "info",
-                                f"call arguments are written back from {arguments}", history.call_turn))
+        findings.append(
+            Finding(
+                "history",
+                "argument-form",
+                "info",
+                f"call arguments are written back from {arguments}",
+                history.call_turn,
+            )
+        )
     if history.consecutive_users == "raises":
-        findings.append(Finding("requirements", "alternating-roles", "warning",
-                                "requires user and assistant turns to alternate (two user turns in a row raise)",
-                                history.users_evidence))
+        findings.append(
+            Finding(
+                "requirements",
+                "alternating-roles",
+                "warning",
+                "requires user and assistant turns to alternate (two user turns in a row raise)",
+                history.users_evidence,
+            )
+        )
     elif history.consecutive_users == "second dropped":
-        findings.append(Finding("requirements", "consecutive-user-dropped", "warning",
-                                "of two user turns in a row, the second is not written", history.users_evidence))
+        findings.append(
+            Finding(
+                "requirements",
+                "consecutive-user-dropped",
+                "warning",
+                "of two user turns in a row, the second is not written",
+                history.users_evidence,
+            )
+        )
 
 
 # --------------------------------------------------------------------------- text
@@ -272,20 +415,28 @@ def _plain(text: str, **_: object) -> str:
 
 
 _SEVERITY_COLOURS = {"info": "white", "warning": "yellow", "risk": "red"}
-_TOPICS = (("tools", "tool definitions"), ("requirements", "requirements and refusals"),
-           ("nondeterminism", "nondeterminism"), ("engines", "engine agreement"), ("results", "tool results"),
-           ("history", "written back into history"))
+_TOPICS = (
+    ("tools", "tool definitions"),
+    ("requirements", "requirements and refusals"),
+    ("nondeterminism", "nondeterminism"),
+    ("engines", "engine agreement"),
+    ("results", "tool results"),
+    ("history", "written back into history"),
+)
 
 
 def render_text(report: AuditReport, style: Style = _plain) -> str:
     """Lines for a terminal. ``style`` is ``click.style`` for colour, or plain."""
-    lines = [style(report.template, bold=True) + f"  format: {style(report.format, fg='green', bold=True)}"
-             f"  (engine {report.engine})"]
+    lines = [
+        style(report.template, bold=True) + f"  format: {style(report.format, fg='green', bold=True)}"
+        f"  (engine {report.engine})"
+    ]
     s = report.tool_section
     fixed = "unknown" if s.fixed_chars is None else f"{s.fixed_chars} chars"
     per = "unknown" if s.per_tool_chars is None else f"{s.per_tool_chars} chars"
-    lines.append(f"  tool section cost  fixed {fixed}, per tool {per}; descriptions {s.descriptions};"
-                 f" tokens: {s.tokens}")
+    lines.append(
+        f"  tool section cost  fixed {fixed}, per tool {per}; descriptions {s.descriptions}; tokens: {s.tokens}"
+    )
     for topic, title in _TOPICS:
         items = report.by_topic(topic)
         if not items:

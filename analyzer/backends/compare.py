@@ -8,11 +8,12 @@ markers, requirements, capabilities; not a text diff of the template sources.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from analyzer.backends.audit import AuditReport
-from analyzer.description import Calls, CallIds, FormatDescription, Results, pattern_text, to_dict
+from analyzer.description import CallIds, Calls, FormatDescription, Results, pattern_text, to_dict
 from analyzer.summary import visible
 
 COLUMNS = ("template", "format", "call", "section", "tool cost", "results", "ids", "refuses", "engines")
@@ -30,20 +31,36 @@ def compare_row(description: FormatDescription, report: AuditReport) -> Row:
     if isinstance(calls, Calls) and (calls.section_open.strip() or calls.section_close.strip()):
         section = visible(f"{calls.section_open.strip()} … {calls.section_close.strip()}")
     cost = report.tool_section
-    tool_cost = (f"{cost.fixed_chars}+{cost.per_tool_chars}/tool" if cost.fixed_chars is not None
-                 and cost.per_tool_chars is not None else "-")
+    tool_cost = (
+        f"{cost.fixed_chars}+{cost.per_tool_chars}/tool"
+        if cost.fixed_chars is not None and cost.per_tool_chars is not None
+        else "-"
+    )
     results = description.results
     result_text = f"{results.rendered_as}, by {results.linked_by}" if isinstance(results, Results) else "-"
     ids = "-"
     if isinstance(calls, Calls) and isinstance(calls.ids, CallIds):
         ids = f"{calls.ids.written}; {'/'.join(calls.ids.accepted) or 'none accepted'}"
     caps = description.capabilities
-    refused = [name.replace("_", " ") for name in ("system_role", "parallel_calls", "object_arguments",
-                                                   "string_arguments", "content_none")
-               if getattr(caps, name).status in ("refused", "error", "dropped")]
+    refused = [
+        name.replace("_", " ")
+        for name in ("system_role", "parallel_calls", "object_arguments", "string_arguments", "content_none")
+        if getattr(caps, name).status in ("refused", "error", "dropped")
+    ]
     engines = "differ" if any(f.code in ("engines-differ", "engine-raises") for f in report.findings) else "agree"
-    return Row((description.template.name, description.format, call, section, tool_cost, result_text, ids,
-                ", ".join(refused) or "-", engines))
+    return Row(
+        (
+            description.template.name,
+            description.format,
+            call,
+            section,
+            tool_cost,
+            result_text,
+            ids,
+            ", ".join(refused) or "-",
+            engines,
+        )
+    )
 
 
 def render_table(rows: list[Row], style: Callable[..., str] = lambda text, **_: text, width: int = 48) -> str:
@@ -58,7 +75,7 @@ def render_table(rows: list[Row], style: Callable[..., str] = lambda text, **_: 
 
 
 def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,13 +28,33 @@ from dataclasses import dataclass, replace
 from typing import Any, Union
 
 from analyzer.backends.json_schema_gbnf import (
-    PythonRules, Rules, SchemaRules, char_class, choice, literal, optional, ordered, seq,
+    PythonRules,
+    Rules,
+    SchemaRules,
+    char_class,
+    choice,
+    literal,
+    optional,
+    ordered,
+    seq,
 )
 from analyzer.errors import UnsupportedFormat
 from analyzer.markers import special_word
 from analyzer.runtime.shape import (
-    ArgKey, ArgumentShape, CallId, CallsShape, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers,
-    Name, OutputShape, Part,
+    ArgKey,
+    ArgumentShape,
+    CallId,
+    CallsShape,
+    IdForm,
+    Index,
+    JsonArgs,
+    JsonCallObject,
+    KeyValueArgs,
+    Marker,
+    Markers,
+    Name,
+    OutputShape,
+    Part,
 )
 from analyzer.tools import Tool, chosen_tools, declared_tools
 
@@ -77,8 +97,7 @@ class Grammar:
         }
 
 
-def llama_server_fields(grammar: Grammar | None, preserved: tuple[str, ...],
-                        stops: tuple[str, ...]) -> dict[str, Any]:
+def llama_server_fields(grammar: Grammar | None, preserved: tuple[str, ...], stops: tuple[str, ...]) -> dict[str, Any]:
     """A request's grammar fields; with no grammar (tool_choice none) only what the server still needs:
     the preserved tokens, which keep the model's special tokens as text, and the stop strings."""
     if grammar is not None:
@@ -86,8 +105,14 @@ def llama_server_fields(grammar: Grammar | None, preserved: tuple[str, ...],
     return {"preserved_tokens": list(preserved), "stop": list(stops)}
 
 
-def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: str = "auto",
-               parallel: bool = True, thinking: bool | None = None) -> Grammar | None:
+def to_grammar(
+    shape: OutputShape,
+    tools: list[dict[str, Any]],
+    *,
+    tool_choice: str = "auto",
+    parallel: bool = True,
+    thinking: bool | None = None,
+) -> Grammar | None:
     """The grammar for calls of ``tools`` in ``shape``'s format; None for ``tool_choice="none"``.
     ``thinking``: the ``enable_thinking`` the prompt was rendered with (None: the template's default).
 
@@ -102,12 +127,18 @@ def to_grammar(shape: OutputShape, tools: list[dict[str, Any]], *, tool_choice: 
     builder = _Builder(shape, shape.calls, thinking)
     replies = [builder.section(declared, parallel)] if declared else []
     if tool_choice == "auto" and not answers:
-        return Grammar(builder.rules.text(replies[0]), True, (_trigger(shape, shape.calls, declared),),
-                       preserved_tokens(shape), shape.server_stops)
+        return Grammar(
+            builder.rules.text(replies[0]),
+            True,
+            (_trigger(shape, shape.calls, declared),),
+            preserved_tokens(shape),
+            shape.server_stops,
+        )
     if answers and tool_choice in ("auto", "none"):
         replies.append(builder.answer())
-    return Grammar(builder.rules.text(builder.eager(choice(replies))), False, (), preserved_tokens(shape),
-                   shape.server_stops)
+    return Grammar(
+        builder.rules.text(builder.eager(choice(replies))), False, (), preserved_tokens(shape), shape.server_stops
+    )
 
 
 def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
@@ -160,8 +191,12 @@ class _Piece:
 
 def needs_space(before: str, after: str) -> bool:
     """Whitespace between two literals is required only where it separates two words."""
-    return bool(before) and bool(after) and (before[-1].isalnum() or before[-1] == "_") and (
-        after[0].isalnum() or after[0] == "_")
+    return (
+        bool(before)
+        and bool(after)
+        and (before[-1].isalnum() or before[-1] == "_")
+        and (after[0].isalnum() or after[0] == "_")
+    )
 
 
 def _common(texts: list[str]) -> str:
@@ -195,14 +230,24 @@ class _Builder:
         kept = [piece for piece in pieces if piece.expr]
         if not kept:
             return _Piece("")
-        return _Piece(seq(*self.tokens(kept)), kept[0].lead, kept[-1].trail, kept[0].first, kept[-1].last,
-                      "".join(piece.sample for piece in pieces))
+        return _Piece(
+            seq(*self.tokens(kept)),
+            kept[0].lead,
+            kept[-1].trail,
+            kept[0].first,
+            kept[-1].last,
+            "".join(piece.sample for piece in pieces),
+        )
 
     def choice(self, options: list[_Piece]) -> _Piece:
         """Alternatives: whitespace may stand around them if it may around any of them."""
-        return _Piece(choice(option.expr for option in options), any(o.lead for o in options),
-                      any(o.trail for o in options), _common([o.first for o in options]),
-                      _common([o.last for o in options]))
+        return _Piece(
+            choice(option.expr for option in options),
+            any(o.lead for o in options),
+            any(o.trail for o in options),
+            _common([o.first for o in options]),
+            _common([o.last for o in options]),
+        )
 
     def markers(self, markers: tuple[Marker, ...]) -> list[_Piece]:
         return [self.marker(m) for m in markers]
@@ -278,7 +323,7 @@ class _Builder:
     def sequence(self, parts: tuple[Part, ...], tool: Tool) -> _Piece:
         pieces = []
         for i, part in enumerate(parts):
-            following = next((p.text for p in parts[i + 1:] if isinstance(p, Marker)), "")
+            following = next((p.text for p in parts[i + 1 :] if isinstance(p, Marker)), "")
             pieces.append(self.part(part, tool, following))
         return self.join(pieces)
 
@@ -360,13 +405,25 @@ class _Builder:
         if layout.id_path:
             form = self.shape.id_form
             # An id of a form made of listed characters needs no escaping inside a JSON string.
-            _put(tree, written, layout.id_path, self.json.string() if form.excluded else
-                 self.rules.add("json-call-id", f'"\\"" {_id_chars(form)} "\\""'), _ID_SAMPLE)
+            _put(
+                tree,
+                written,
+                layout.id_path,
+                self.json.string()
+                if form.excluded
+                else self.rules.add("json-call-id", f'"\\"" {_id_chars(form)} "\\""'),
+                _ID_SAMPLE,
+            )
         if layout.index_path:
             # The layout does not say whether the index is a number or a string of digits ("0"):
             # templates write both.
-            _put(tree, written, layout.index_path, self.rules.add("json-index", f'{_DIGITS} | "\\"" {_DIGITS} "\\""'),
-                 layout.index_base)
+            _put(
+                tree,
+                written,
+                layout.index_path,
+                self.rules.add("json-index", f'{_DIGITS} | "\\"" {_DIGITS} "\\""'),
+                layout.index_base,
+            )
         for path, text in layout.constants:
             _put(tree, written, path, literal(text), json.loads(text))
         order = [key for key in layout.key_order if key in tree] + [key for key in tree if key not in layout.key_order]
@@ -378,8 +435,13 @@ class _Builder:
     def json_object(self, tree: dict[str, Any], order: list[str]) -> str:
         """An object with exactly these keys in this order (nested objects: in the order they were
         put), written inline: its members are the call's, not a token."""
-        members = [self.json.member(self.json.key(key), self.json_object(tree[key], list(tree[key]))
-                                    if isinstance(tree[key], dict) else tree[key]) for key in order]
+        members = [
+            self.json.member(
+                self.json.key(key),
+                self.json_object(tree[key], list(tree[key])) if isinstance(tree[key], dict) else tree[key],
+            )
+            for key in order
+        ]
         comma = seq(literal(","), self.rules.ws())
         return seq(literal("{"), self.rules.ws(), ordered([(m, True) for m in members], comma), literal("}"))
 
@@ -390,8 +452,9 @@ class _Builder:
         if not any(marker.text for marker in markers):
             return self.rules.ws()
         ws = self.rules.ws()
-        return seq(ws if markers[0].lead else "", self.join(self.markers(tuple(markers))).expr,
-                   ws if markers[-1].trail else "")
+        return seq(
+            ws if markers[0].lead else "", self.join(self.markers(tuple(markers))).expr, ws if markers[-1].trail else ""
+        )
 
     def argument(self, form: ArgumentShape, key: str, schema: Any, hint: str, stops: str) -> str:
         """One argument by its form's parts. ``stops``: the first characters of what may follow the
@@ -420,8 +483,15 @@ class _Builder:
                 if pieces:
                     pieces[-1] = replace(pieces[-1], trail=False)
                 values = choice(literal(value) for value in _string_choices(schema))
-                pieces.append(_Piece(seq(literal(opened[-1].trail) if opened and opened[-1].trail else "", values,
-                                         literal(ends[0].lead) if ends[0].lead else "")))
+                pieces.append(
+                    _Piece(
+                        seq(
+                            literal(opened[-1].trail) if opened and opened[-1].trail else "",
+                            values,
+                            literal(ends[0].lead) if ends[0].lead else "",
+                        )
+                    )
+                )
                 pieces.append(replace(self.marker(ends[0]), lead=False))
                 pieces.extend(self.markers(ends[1:]))
                 i += 1 + len(ends)
@@ -429,8 +499,11 @@ class _Builder:
                 # Raw text runs to the next marker and takes it in; whitespace around it is the text's.
                 if pieces:
                     pieces[-1] = replace(pieces[-1], trail=False)
-                pieces.append(_Piece(text_until(self.rules, "raw-text", ends[0].text), trail=bool(ends[0].trail),
-                                     last=ends[0].text))
+                pieces.append(
+                    _Piece(
+                        text_until(self.rules, "raw-text", ends[0].text), trail=bool(ends[0].trail), last=ends[0].text
+                    )
+                )
                 pieces.extend(self.markers(ends[1:]))
                 i += 1 + len(ends)  # the markers after it are taken
             elif form.syntax in ("json", "python"):
@@ -446,8 +519,9 @@ class _Builder:
 
     def loose(self, stops: str) -> str:
         """Any text with balanced ``{}``/``[]`` that holds the characters of ``stops`` only inside brackets."""
-        inner = self.rules.recursive("loose-inner", lambda name: (
-            f'( {char_class("{}[]", negated=True)} | "{{" {name} "}}" | "[" {name} "]" )*'))
+        inner = self.rules.recursive(
+            "loose-inner", lambda name: f'( {char_class("{}[]", negated=True)} | "{{" {name} "}}" | "[" {name} "]" )*'
+        )
         outer = char_class(set("{}[]") | set(stops), negated=True)
         return self.rules.add("loose", f'( {outer} | "{{" {inner} "}}" | "[" {inner} "]" )*')
 
@@ -465,8 +539,13 @@ def _run(parts: list, start: int, step: int) -> Markers:
 
 def _id_chars(form: IdForm) -> str:
     """GBNF for one id of ``form``."""
-    repeat = "+" if (form.min_length, form.max_length) == (1, 0) else \
-        f"{{{form.min_length},{form.max_length or ''}}}" if form.min_length != form.max_length else f"{{{form.min_length}}}"
+    repeat = (
+        "+"
+        if (form.min_length, form.max_length) == (1, 0)
+        else f"{{{form.min_length},{form.max_length or ''}}}"
+        if form.min_length != form.max_length
+        else f"{{{form.min_length}}}"
+    )
     return char_class(form.chars, negated=form.excluded) + repeat
 
 
@@ -482,8 +561,10 @@ def _put(tree: dict[str, Any], written: dict[str, Any], path: tuple[str, ...], e
 def _same_call(one: str, other: str) -> bool:
     """Whether two calls without arguments write the same, whitespace aside, and an index quoted or
     not aside (the grammar takes both)."""
+
     def norm(text: str) -> str:
         return _QUOTED_DIGITS.sub(r"\1", _SPACES.sub("", text))
+
     return norm(one) == norm(other)
 
 
@@ -506,8 +587,15 @@ def _json_type(schema: Any) -> str:
         return kind
     values = schema.get("enum") or ([schema["const"]] if "const" in schema else [])
     if values:
-        return {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null",
-                dict: "object", list: "array"}.get(type(values[0]), "string")
+        return {
+            bool: "boolean",
+            int: "integer",
+            float: "number",
+            str: "string",
+            type(None): "null",
+            dict: "object",
+            list: "array",
+        }.get(type(values[0]), "string")
     return "object" if "properties" in schema else "array" if "items" in schema else "string"
 
 
@@ -607,7 +695,9 @@ def _seq(*items: _Regex) -> _Regex:
 def _alt(*items: _Regex) -> _Regex:
     options: list[_Regex] = []
     for item in items:
-        options.extend(option for option in (item.items if isinstance(item, _Alt) else (item,)) if option not in options)
+        options.extend(
+            option for option in (item.items if isinstance(item, _Alt) else (item,)) if option not in options
+        )
     return options[0] if len(options) == 1 else _Alt(tuple(options))
 
 

@@ -38,13 +38,16 @@ window.addEventListener("error", function (e) {
 })();
 """
 
+
 def _highlight(text: str, marks: tuple[Mark, ...]) -> str:
     out, at = [], 0
     for mark in marks:
-        piece = text[mark.start:mark.end]
-        out.append(html.escape(text[at:mark.start]))
-        out.append(f'<mark class="marker" data-label="{html.escape(mark.label)}" '
-                   f'data-text="{html.escape(piece)}">{html.escape(piece)}</mark>')
+        piece = text[mark.start : mark.end]
+        out.append(html.escape(text[at : mark.start]))
+        out.append(
+            f'<mark class="marker" data-label="{html.escape(mark.label)}" '
+            f'data-text="{html.escape(piece)}">{html.escape(piece)}</mark>'
+        )
         at = mark.end
     out.append(html.escape(text[at:]))
     return "".join(out)
@@ -68,8 +71,10 @@ def render_html(description: FormatDescription, evidence: Evidence) -> str:
     for n, finding in enumerate(report.findings):
         excerpt = f'<pre id="evidence-{n}">{html.escape(finding.evidence)}</pre>' if finding.evidence else ""
         link = f' <a href="#evidence-{n}">evidence</a>' if finding.evidence else ""
-        findings.append(f'<li class="{html.escape(finding.severity)}" id="finding-{n}">'
-                        f"[{html.escape(finding.topic)}] {html.escape(finding.message)}{link}{excerpt}</li>")
+        findings.append(
+            f'<li class="{html.escape(finding.severity)}" id="finding-{n}">'
+            f"[{html.escape(finding.topic)}] {html.escape(finding.message)}{link}{excerpt}</li>"
+        )
     title = html.escape(f"{description.template.name}: {description.format}")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style></head>

@@ -105,13 +105,22 @@ def ordered(members: list[tuple[str, bool]], separator: str, extra: str = "") ->
     more = group(seq(separator, extra)) + "*" if extra else ""
     first = next((i for i, (_, required) in enumerate(members) if required), None)
     if first is not None:
-        items = [optional(seq(expr, separator)) if i < first else expr if i == first else
-                 seq(separator, expr) if required else optional(seq(separator, expr))
-                 for i, (expr, required) in enumerate(members)]
+        items = [
+            optional(seq(expr, separator))
+            if i < first
+            else expr
+            if i == first
+            else seq(separator, expr)
+            if required
+            else optional(seq(separator, expr))
+            for i, (expr, required) in enumerate(members)
+        ]
         return seq(*items, more)
     # All optional: the first member written is the one not preceded by a separator.
-    options = [seq(expr, *(optional(seq(separator, later)) for later, _ in members[i + 1:]), more)
-               for i, (expr, _) in enumerate(members)]
+    options = [
+        seq(expr, *(optional(seq(separator, later)) for later, _ in members[i + 1 :]), more)
+        for i, (expr, _) in enumerate(members)
+    ]
     if extra:
         options.append(seq(extra, more))
     return optional(" | ".join(options))
@@ -212,20 +221,29 @@ class SchemaRules:
             options = schema.get(combinator)
             if isinstance(options, list) and options:
                 base = {k: v for k, v in schema.items() if k != combinator}
-                return choice(self.value({**base, **option} if isinstance(option, dict) else option, f"{hint}-{i}")
-                              for i, option in enumerate(options))
+                return choice(
+                    self.value({**base, **option} if isinstance(option, dict) else option, f"{hint}-{i}")
+                    for i, option in enumerate(options)
+                )
         kind = schema.get("type")
         if isinstance(kind, list):
             kinds = [k for k in kind if isinstance(k, str)]
-            return choice(self.value({**schema, "type": k}, f"{hint}-{k}") for k in kinds) if kinds else self.any_value()
+            return (
+                choice(self.value({**schema, "type": k}, f"{hint}-{k}") for k in kinds) if kinds else self.any_value()
+            )
         if kind is None:
             kind = "object" if "properties" in schema else "array" if "items" in schema else None
         if kind == "object":
             return self.object(schema, hint)
         if kind == "array":
             return self.array(schema, hint)
-        simple = {"string": self.string, "integer": self.integer, "number": self.number,
-                  "boolean": self.boolean, "null": self.null}.get(kind or "")
+        simple = {
+            "string": self.string,
+            "integer": self.integer,
+            "number": self.number,
+            "boolean": self.boolean,
+            "null": self.null,
+        }.get(kind or "")
         return simple() if simple else self.any_value()
 
     def object(self, schema: dict[str, Any], hint: str) -> str:
@@ -235,8 +253,10 @@ class SchemaRules:
         additional = schema.get("additionalProperties")
         if not properties and additional is not False:
             return self.any_object(self.value(additional, f"{hint}-value"))
-        members = [(self.member(self.key(name), self.value(sub, f"{hint}-{name}")), name in required)
-                   for name, sub in properties.items()]
+        members = [
+            (self.member(self.key(name), self.value(sub, f"{hint}-{name}")), name in required)
+            for name, sub in properties.items()
+        ]
         extra = ""
         if additional is True or isinstance(additional, dict):
             extra = self.member(self.string(), self.value(additional, f"{hint}-extra"))
@@ -268,12 +288,22 @@ class SchemaRules:
 
     def any_value(self) -> str:
         """Any value, for an empty or absent schema."""
+
         def build(name: str) -> str:
             ws = self.rules.ws()
             item = seq(name, ws)
             array = seq(literal("["), ws, optional(seq(item, group(seq(literal(","), ws, item)) + "*")), literal("]"))
-            return " | ".join((self.any_object(name), self.rules.add(f"{self.prefix}array", array), self.string(),
-                               self.number(), self.boolean(), self.null()))
+            return " | ".join(
+                (
+                    self.any_object(name),
+                    self.rules.add(f"{self.prefix}array", array),
+                    self.string(),
+                    self.number(),
+                    self.boolean(),
+                    self.null(),
+                )
+            )
+
         return self.rules.recursive(f"{self.prefix}any-value", build)
 
 

@@ -38,8 +38,22 @@ from typing import Any
 
 from analyzer.errors import Inexpressible, InputError
 from analyzer.runtime.shape import (
-    ArgKey, ArgumentShape, ArgValue, CallId, CallsShape, Index, JsonArgs, JsonCall, JsonCallObject, KeyValueArgs,
-    Marker, Markers, Name, OutputShape, Part, id_pattern,
+    ArgKey,
+    ArgumentShape,
+    ArgValue,
+    CallId,
+    CallsShape,
+    Index,
+    JsonArgs,
+    JsonCall,
+    JsonCallObject,
+    KeyValueArgs,
+    Marker,
+    Markers,
+    Name,
+    OutputShape,
+    Part,
+    id_pattern,
 )
 
 VERSION = 1
@@ -184,7 +198,7 @@ class _Builder:
         opener = reasoning.open[0].text if reasoning is not None else ""
         remainder = False
         if reasoning is not None and reasoning.forced_open and opener in written:
-            written = written[:written.rindex(opener)]
+            written = written[: written.rindex(opener)]
             remainder = True
         options = [re.escape(written) if written else r"\Z"]
         if reasoning is not None and reasoning.toggle and reasoning.opened_when_thinking and not reasoning.forced_open:
@@ -238,7 +252,7 @@ class _Builder:
             return ""
         for opener in (calls.section_open, calls.opener):
             if opener and opener[0].text.startswith(stop):
-                rest = (Marker(opener[0].text[len(stop):]), *opener[1:])
+                rest = (Marker(opener[0].text[len(stop) :]), *opener[1:])
                 return rf"(?!\s*{_flex(rest)})" if _flex(rest) else ""
         return ""
 
@@ -287,9 +301,12 @@ class _Builder:
         if self.remainder and written.startswith("".join(m.text for m in reasoning.close)):
             return ()
         if self.remainder:
-            self.unsupported("what every turn starts with", "it is no reasoning block, and the parser reads the "
-                                                            "prompt's reasoning opener before it, so no anchor says "
-                                                            "where the output starts")
+            self.unsupported(
+                "what every turn starts with",
+                "it is no reasoning block, and the parser reads the "
+                "prompt's reasoning opener before it, so no anchor says "
+                "where the output starts",
+            )
             return ()
         return prefix
 
@@ -305,19 +322,28 @@ class _Builder:
     def calls(self, calls: CallsShape) -> dict[str, Any]:
         if _json_array_section(calls):
             return self.array_section(calls, calls.call[0])  # type: ignore[arg-type]
-        at = next((k for k, part in enumerate(calls.call) if isinstance(part, (JsonArgs, KeyValueArgs,
-                                                                                JsonCallObject))), None)
+        at = next(
+            (k for k, part in enumerate(calls.call) if isinstance(part, (JsonArgs, KeyValueArgs, JsonCallObject))), None
+        )
         if at is None:
             raise _Cannot("a call has no arguments part")
-        head, body, tail = calls.call[:at], calls.call[at], calls.call[at + 1:]
+        head, body, tail = calls.call[:at], calls.call[at], calls.call[at + 1 :]
         later = next((part for part in tail if isinstance(part, (Name, CallId))), None)
         if later is not None:
             what = "name" if isinstance(later, Name) else "id"
-            raise _Cannot(f"the call's {what} is written after its arguments, and transformers takes named groups "
-                          "from a field's opener only")
+            raise _Cannot(
+                f"the call's {what} is written after its arguments, and transformers takes named groups "
+                "from a field's opener only"
+            )
         region: dict[str, Any] = {}
-        braced = (bool(head) and isinstance(head[-1], Marker) and head[-1].text.endswith("{")
-                  and bool(tail) and isinstance(tail[0], Marker) and tail[0].text.startswith("}"))
+        braced = (
+            bool(head)
+            and isinstance(head[-1], Marker)
+            and head[-1].text.endswith("{")
+            and bool(tail)
+            and isinstance(tail[0], Marker)
+            and tail[0].text.startswith("}")
+        )
         content, args, transform = self.arguments(body, braced)
         if content == "json" and isinstance(body, KeyValueArgs):
             # Arguments read as one object in the template's notation: the braces are the value's.
@@ -347,16 +373,19 @@ class _Builder:
         starts = [option for option in before if option]
         if calls.trigger.at_start or calls.trigger.tool_name:
             if self.remainder:
-                raise _Cannot("a call opens with its name at the start of the output, and the parser reads the "
-                              "prompt's reasoning opener before it, so no anchor says where the output starts")
+                raise _Cannot(
+                    "a call opens with its name at the start of the output, and the parser reads the "
+                    "prompt's reasoning opener before it, so no anchor says where the output starts"
+                )
             prefix = _flex(self.shape.prefix)
             starts.append(rf"\A\s*(?:{prefix})?" if prefix else r"\A")
         if isinstance(body, JsonCallObject) and not head:
             first = _json_call_lookahead(body.layout)
             return {"open_pattern": rf"\s*(?:{_either(starts)}\s*)?{first}" if starts else rf"\s*{first}"}
         if not starts:
-            raise _Cannot("a call opens with its name, and neither a section opener nor a separator marks where "
-                          "one starts")
+            raise _Cannot(
+                "a call opens with its name, and neither a section opener nor a separator marks where one starts"
+            )
         if isinstance(body, JsonArgs) and not any(isinstance(p, Marker) and p.text for p in head):
             pattern += r"\s*(?=[\[{])"  # the name alone is any word: a call is a name then its JSON
         return {"open_pattern": rf"\s*{_either(starts)}\s*{pattern}"}
@@ -375,8 +404,9 @@ class _Builder:
             return {}
         return {"close_pattern": rf"{_ends_with_value(body)}(?=\s*{_either(follow)})"}
 
-    def _inside_braces(self, calls: CallsShape, head: tuple[Part, ...], tail: tuple[Part, ...]
-                       ) -> tuple[dict[str, str], dict[str, str]]:
+    def _inside_braces(
+        self, calls: CallsShape, head: tuple[Part, ...], tail: tuple[Part, ...]
+    ) -> tuple[dict[str, str], dict[str, str]]:
         """Opener and closer for arguments written as one object in the template's notation: the call's
         markers less the braces, which the json parser must see."""
         last, first = head[-1], tail[0]
@@ -402,8 +432,7 @@ class _Builder:
             region["close_pattern"] = rf"(?<=\])\s*{after}"
         elif self.shape.stops:
             region["close_pattern"] = rf"(?<=\])(?=\s*{_either([re.escape(s) for s in self.shape.stops])})"
-        region.update({"content": "json", "transform": _json_call_transform(call.layout, ""),
-                       "transform_each": True})
+        region.update({"content": "json", "transform": _json_call_transform(call.layout, ""), "transform_each": True})
         return region
 
     # ------------------------------------------------------------------ one method per part kind
@@ -438,47 +467,62 @@ class _Builder:
 
     def json_args(self, part: JsonArgs) -> tuple[str, dict[str, Any], dict[str, Any]]:
         if part.encoding == "string":
-            raise _Cannot("the arguments are written as a JSON string holding the object, which the json "
-                          "content parser decodes once, to a string")
+            raise _Cannot(
+                "the arguments are written as a JSON string holding the object, which the json "
+                "content parser decodes once, to a string"
+            )
         if part.encoding == "python":
             raise _Cannot("the arguments are written as a Python dict, which the json content parser does not read")
         return "json", {}, _call_transform("{name}", "{content}")
 
     def key_value_args(self, part: KeyValueArgs, braced: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         if part.string_escaping != "none":
-            raise _Cannot(f"string values are written with {part.string_escaping} escapes but no quotes, and "
-                          "xml-inline keeps a value's text as written")
+            raise _Cannot(
+                f"string values are written with {part.string_escaping} escapes but no quotes, and "
+                "xml-inline keeps a value's text as written"
+            )
         notation = _object_notation(part) if braced else None
         if notation is not None:
             for form in part.forms:
                 if form.json_type in ("boolean", "null", "integer", "number") and form.syntax not in ("json", "raw"):
-                    self.unsupported(f"{form.json_type} argument values",
-                                     f"written in {form.syntax.capitalize()} notation inside the call's object "
-                                     "notation, which the json content parser does not read (such a call fails "
-                                     "to parse)")
+                    self.unsupported(
+                        f"{form.json_type} argument values",
+                        f"written in {form.syntax.capitalize()} notation inside the call's object "
+                        "notation, which the json content parser does not read (such a call fails "
+                        "to parse)",
+                    )
             return "json", notation, _call_transform("{name}", "{content}")
         forms = _distinct_forms(part.forms)
         for form in part.forms:
             if form.json_type in ("object", "array") and form.syntax == "python":
-                self.unsupported(f"{form.json_type} argument values",
-                                 "written as Python literals ({'a': 1}), and transformers casts object and array "
-                                 "values with json.loads only; they come back as text")
+                self.unsupported(
+                    f"{form.json_type} argument values",
+                    "written as Python literals ({'a': 1}), and transformers casts object and array "
+                    "values with json.loads only; they come back as text",
+                )
             elif form.syntax == "unknown":
-                self.unsupported(f"{form.json_type} argument values",
-                                 "the renders do not show how they are written; they come back as whatever text "
-                                 "the tag pattern takes")
+                self.unsupported(
+                    f"{form.json_type} argument values",
+                    "the renders do not show how they are written; they come back as whatever text "
+                    "the tag pattern takes",
+                )
         alternatives = []
         for group in forms:
             alternative = _tag_pattern(group[0], part.string_wrapper)
             if alternative is None:
-                self.unsupported(f"{'/'.join(form.json_type for form in group)} argument values",
-                                 "written with nothing literal around them, so no tag pattern finds where they end")
+                self.unsupported(
+                    f"{'/'.join(form.json_type for form in group)} argument values",
+                    "written with nothing literal around them, so no tag pattern finds where they end",
+                )
             else:
                 alternatives.append(alternative)
         if not alternatives:
             raise _Cannot("no argument form has a tag pattern")
-        args = {"tag_pattern": alternatives[0] if len(alternatives) == 1 else "|".join(
-            f"(?:{alternative})" for alternative in alternatives)}
+        args = {
+            "tag_pattern": alternatives[0]
+            if len(alternatives) == 1
+            else "|".join(f"(?:{alternative})" for alternative in alternatives)
+        }
         return "xml-inline", args, _call_transform("{name}", "{content}")
 
 
@@ -494,22 +538,29 @@ def _call_transform(name: str, arguments: str, call_id: str | None = None) -> di
 def _json_call_transform(layout: JsonCall, root: str) -> dict[str, Any]:
     """The transform reading a JSON call object's name, arguments and id at their key paths."""
     if layout.name_is_key:
-        raise _Cannot("a call is written as {NAME: ARGUMENTS}: the name is an object key, and a transform reads "
-                      "values at fixed keys only")
+        raise _Cannot(
+            "a call is written as {NAME: ARGUMENTS}: the name is an object key, and a transform reads "
+            "values at fixed keys only"
+        )
     if layout.arguments_encoding == "string":
-        raise _Cannot("the arguments are written as a JSON string holding the object, which the json content "
-                      "parser decodes once, to a string")
+        raise _Cannot(
+            "the arguments are written as a JSON string holding the object, which the json content "
+            "parser decodes once, to a string"
+        )
     paths = {"name": layout.name_path, "arguments": layout.arguments_path, "id": layout.id_path or ()}
     for what, path in paths.items():
         if any(not _PLACEHOLDER_KEY.fullmatch(key) for key in path):
-            raise _Cannot(f"the call's {what} sits at the key path {list(path)}, which a transform placeholder "
-                          "cannot name (word characters only)")
+            raise _Cannot(
+                f"the call's {what} sits at the key path {list(path)}, which a transform placeholder "
+                "cannot name (word characters only)"
+            )
 
     def at(path: tuple[str, ...]) -> str:
         return "{" + root + ".".join(path) + "}" if path else "{" + root.rstrip(".") + "}"
 
-    return _call_transform(at(layout.name_path), at(layout.arguments_path),
-                           at(layout.id_path) if layout.id_path else None)
+    return _call_transform(
+        at(layout.name_path), at(layout.arguments_path), at(layout.id_path) if layout.id_path else None
+    )
 
 
 def _json_call_lookahead(layout: JsonCall) -> str:
@@ -522,10 +573,16 @@ def _json_call_lookahead(layout: JsonCall) -> str:
 def _json_array_section(calls: CallsShape) -> bool:
     """The section is a JSON array of call objects: '[' ends its opener, ']' starts its closer, ','
     separates the calls."""
-    return (len(calls.call) == 1 and isinstance(calls.call[0], JsonCallObject)
-            and bool(calls.section_open) and calls.section_open[-1].text.endswith("[")
-            and bool(calls.section_close) and calls.section_close[0].text.startswith("]")
-            and calls.separator is not None and [m.text for m in calls.separator] == [","])
+    return (
+        len(calls.call) == 1
+        and isinstance(calls.call[0], JsonCallObject)
+        and bool(calls.section_open)
+        and calls.section_open[-1].text.endswith("[")
+        and bool(calls.section_close)
+        and calls.section_close[0].text.startswith("]")
+        and calls.separator is not None
+        and [m.text for m in calls.separator] == [","]
+    )
 
 
 def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape]]:
@@ -543,10 +600,13 @@ def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:
     trailing newline survives), as the runtime reads it; None when no literal ends the value."""
     parts = form.parts
     at = next((k for k, p in enumerate(parts) if isinstance(p, ArgValue)), None)
-    if at is None or not any(isinstance(p, ArgKey) for p in parts[:at]) or not any(
-            isinstance(p, Marker) and p.text for p in parts[at + 1:]):
+    if (
+        at is None
+        or not any(isinstance(p, ArgKey) for p in parts[:at])
+        or not any(isinstance(p, Marker) and p.text for p in parts[at + 1 :])
+    ):
         return None
-    before, after = _written(parts[:at], last=True), _written(parts[at + 1:], last=False)
+    before, after = _written(parts[:at], last=True), _written(parts[at + 1 :], last=False)
     value = r"(?P<value>.*?)"
     if wrapper[0]:
         value = rf"(?:{re.escape(wrapper[0])}{value}{re.escape(wrapper[1])}|{value})"
@@ -555,8 +615,9 @@ def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:
         if isinstance(part, ArgKey):
             pattern += rf"(?P<key>{_NAME})"
         elif isinstance(part, ArgValue):
-            pattern += (f"(?:{_spaces(before)})?" if before else "") + value + (
-                f"(?:{_spaces(after)})?" if after else "")
+            pattern += (
+                (f"(?:{_spaces(before)})?" if before else "") + value + (f"(?:{_spaces(after)})?" if after else "")
+            )
         elif part.text:
             # Whitespace before a marker is free, except right after the value, where it was trimmed.
             if k and not isinstance(parts[k - 1], ArgValue):
@@ -592,4 +653,4 @@ def _object_notation(part: KeyValueArgs) -> dict[str, Any] | None:
     return {"unquoted_keys": True, "string_delims": [list(quotes)]}
 
 
-__all__ = ["CONFIG_KEY", "LeftOut", "ResponseTemplate", "VERSION", "into_tokenizer_config", "to_response_template"]
+__all__ = ["CONFIG_KEY", "VERSION", "LeftOut", "ResponseTemplate", "into_tokenizer_config", "to_response_template"]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from analyzer.description import ArgumentForm, Field, JsonArguments, KeyValueArguments, PatternPart, Text, Unknown
 from analyzer.diff import common_prefix_len, common_suffix_len, find_all, repeated_unit
@@ -117,8 +118,7 @@ def _value_candidates(value: Any) -> list[tuple[str, str]]:
     return sorted(found, key=lambda item: -len(item[1]))
 
 
-def _form(json_type: str, unit: str, value: Any, reference: str | None, *, quoted_raw: bool = False
-          ) -> ArgumentForm:
+def _form(json_type: str, unit: str, value: Any, reference: str | None, *, quoted_raw: bool = False) -> ArgumentForm:
     spans: list[tuple[int, int, PatternPart]] = [(i, i + len(v.ARG1), Field("key")) for i in find_all(unit, v.ARG1)]
     syntax, value_span = "unknown", None
     for candidate_syntax, text in _value_candidates(value):
@@ -158,8 +158,7 @@ def build_pattern(text: str, spans: list[tuple[int, int, PatternPart]]) -> tuple
     return tuple(parts)
 
 
-def find_key_value_arguments(session: Session, call_output: str, call_start: int, call_end: int
-                             ) -> Located | Unknown:
+def find_key_value_arguments(session: Session, call_output: str, call_start: int, call_end: int) -> Located | Unknown:
     form = session.form
     two = session.output(_one_call(form, {v.ARG1: v.STR1, v.ARG2: v.STR2}))
     if isinstance(two, Failed):
@@ -167,7 +166,7 @@ def find_key_value_arguments(session: Session, call_output: str, call_start: int
     unit = repeated_unit(call_output, two, _substitute_argument, v.ARG1)
     if unit is None or not (call_start <= unit.start and unit.end <= call_end):
         return Unknown("no repeating argument unit found between one and two arguments")
-    head, tail = call_output[:unit.start], call_output[unit.end:]
+    head, tail = call_output[: unit.start], call_output[unit.end :]
     string_unit = unit.first
     escaping = _string_escaping(session, head, tail)
     # A string written in quotes but never escaped is raw text between quote characters the
@@ -177,11 +176,14 @@ def find_key_value_arguments(session: Session, call_output: str, call_start: int
         output = session.output(_one_call(form, {v.ARG1: value}))
         if isinstance(output, Failed) or not (output.startswith(head) and output.endswith(tail)):
             continue
-        typed_unit = output[len(head):len(output) - len(tail)]
+        typed_unit = output[len(head) : len(output) - len(tail)]
         forms.append(_form(json_type, typed_unit, value, string_unit))
     wrapper = _special_string_wrapper(session, head, tail, string_unit)
-    return Located(unit.start - call_start, unit.end - call_start,
-                   KeyValueArguments(unit.separator, tuple(forms), escaping, _order(session), wrapper))
+    return Located(
+        unit.start - call_start,
+        unit.end - call_start,
+        KeyValueArguments(unit.separator, tuple(forms), escaping, _order(session), wrapper),
+    )
 
 
 def _order(session: Session) -> str | Unknown:
@@ -197,7 +199,7 @@ def _string_escaping(session: Session, head: str, tail: str) -> str | Unknown:
     output = session.output(_one_call(session.form, {v.ARG1: v.TRICKY_STRING}))
     if isinstance(output, Failed) or not (output.startswith(head) and output.endswith(tail)):
         return Unknown("a string with quotes and a newline does not render")
-    unit = output[len(head):len(output) - len(tail)]
+    unit = output[len(head) : len(output) - len(tail)]
     if json.dumps(v.TRICKY_STRING, ensure_ascii=False)[1:-1] in unit:
         return "json"
     if repr(v.TRICKY_STRING)[1:-1] in unit:
@@ -214,12 +216,12 @@ def _special_string_wrapper(session: Session, head: str, tail: str, string_unit:
     at = string_unit.find(v.STR1)
     if isinstance(output, Failed) or at == -1 or not (output.startswith(head) and output.endswith(tail)):
         return ("", "")
-    unit = output[len(head):len(output) - len(tail)]
-    before, after = string_unit[:at], string_unit[at + len(v.STR1):]
+    unit = output[len(head) : len(output) - len(tail)]
+    before, after = string_unit[:at], string_unit[at + len(v.STR1) :]
     if not (unit.startswith(before) and unit.endswith(after)):
         return ("", "")
-    middle = unit[len(before):len(unit) - len(after)]
+    middle = unit[len(before) : len(unit) - len(after)]
     inner = middle.find(v.TRICKY_STRING)
     if middle == v.TRICKY_STRING or inner == -1:
         return ("", "")
-    return (middle[:inner], middle[inner + len(v.TRICKY_STRING):])
+    return (middle[:inner], middle[inner + len(v.TRICKY_STRING) :])

@@ -14,7 +14,18 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.description import CallIds, Calls, Capability, Field, JsonArguments, JsonCall, PatternPart, Text, Turn, Unknown
+from analyzer.description import (
+    CallIds,
+    Calls,
+    Capability,
+    Field,
+    JsonArguments,
+    JsonCall,
+    PatternPart,
+    Text,
+    Turn,
+    Unknown,
+)
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
 from analyzer.detect.turn import shared_turn_end
 from analyzer.diff import find_all, repeated_unit
@@ -32,8 +43,9 @@ class CallsFinding:
 _CALL_SENTINELS = (v.FN1, v.FN2, v.ARG1, v.ARG2, v.STR1, v.STR2)
 
 
-def calls_region(session: Session, calls: tuple[v.Call, ...], output: str, turn: Turn,
-                 known_tail: str | None = None) -> tuple[int, int, str | None]:
+def calls_region(
+    session: Session, calls: tuple[v.Call, ...], output: str, turn: Turn, known_tail: str | None = None
+) -> tuple[int, int, str | None]:
     """Span of ``output`` between what every assistant turn starts with and where the turn ends.
 
     A final message may be followed by text the template appends at the very end, which the model
@@ -72,7 +84,7 @@ def _continuation(full: str | Failed, output: str, last: int) -> str | None:
     at = full.find(head[-200:]) if head else -1
     if at == -1:
         return None
-    return full[at + len(head[-200:]):]
+    return full[at + len(head[-200:]) :]
 
 
 def _substitute_call(form: v.Spelling):
@@ -93,8 +105,7 @@ def _substitute_call(form: v.Spelling):
 def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: CallIds | Unknown) -> CallsFinding:
     warnings: list[str] = []
     if isinstance(call_output, Failed):
-        return CallsFinding(Unknown(f"a tool call does not render: {call_output.message}"),
-                            Capability("unknown"), ())
+        return CallsFinding(Unknown(f"a tool call does not render: {call_output.message}"), Capability("unknown"), ())
     if v.FN1 not in call_output:
         return CallsFinding(Unknown("tool calls in history are not written"), Capability("unknown"), ())
     form = session.form
@@ -122,8 +133,11 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         stripped = region.strip()
         call_start = region.find(stripped) if stripped else 0
         call_end = call_start + len(stripped)
-        separator = Unknown("parallel calls are not written") if parallel.status != "yes" else Unknown(
-            "parallel calls do not repeat one pattern")
+        separator = (
+            Unknown("parallel calls are not written")
+            if parallel.status != "yes"
+            else Unknown("parallel calls do not repeat one pattern")
+        )
         counters, second = (), None
     call_text = region[call_start:call_end]
     section_open, section_close = region[:call_start], region[call_end:]
@@ -146,12 +160,14 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         if located is not None:
             pattern_spans.append((located.start, located.end, Field("arguments")))
         taken = [(s, e) for s, e, _ in pattern_spans]
-        pattern_spans += [(i, i + len(v.FN1), Field("name")) for i in find_all(call_text, v.FN1)
-                          if not _inside(i, taken)]
+        pattern_spans += [
+            (i, i + len(v.FN1), Field("name")) for i in find_all(call_text, v.FN1) if not _inside(i, taken)
+        ]
         written_id = written_part(call_text, v.ids(form)[0])
         if written_id:
-            pattern_spans += [(i, i + len(written_id), Field("id")) for i in find_all(call_text, written_id)
-                              if not _inside(i, taken)]
+            pattern_spans += [
+                (i, i + len(written_id), Field("id")) for i in find_all(call_text, written_id) if not _inside(i, taken)
+            ]
         digit_runs = list(re.finditer(r"\d+", call_text))
         for k, old, _new in counters:
             run = digit_runs[k] if k < len(digit_runs) else None
@@ -179,15 +195,20 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         ids=_written_ids(ids, pattern, json_call if isinstance(json_call, JsonCall) else None),
         content_before_calls=content_before,
         no_arguments=no_arguments,
-        json_array=(isinstance(json_call, JsonCall) and section_open.rstrip().endswith("[")
-                    and section_close.lstrip().startswith("]")
-                    and isinstance(separator, str) and separator.strip() == ","),
+        json_array=(
+            isinstance(json_call, JsonCall)
+            and section_open.rstrip().endswith("[")
+            and section_close.lstrip().startswith("]")
+            and isinstance(separator, str)
+            and separator.strip() == ","
+        ),
     )
     return CallsFinding(calls, parallel, tuple(warnings))
 
 
-def _no_arguments(session: Session, turn: Turn, pattern: tuple[PatternPart, ...], section_open: str, section_close: str
-                  ) -> tuple[PatternPart, ...] | Unknown:
+def _no_arguments(
+    session: Session, turn: Turn, pattern: tuple[PatternPart, ...], section_open: str, section_close: str
+) -> tuple[PatternPart, ...] | Unknown:
     """How a call with no arguments is written, as a pattern with the name (and id) as fields.
 
     The call is cut out of its render by the markers already found: after the section opener, up
@@ -228,8 +249,10 @@ def _no_arguments(session: Session, turn: Turn, pattern: tuple[PatternPart, ...]
             at = text.find(before + str(part.base))
             if at != -1:
                 spans.append((at + len(before), at + len(before) + len(str(part.base)), Field("index", part.base)))
-    return build_pattern(text.strip(), [(s - (len(text) - len(text.lstrip())), e - (len(text) - len(text.lstrip())), p)
-                                        for s, e, p in spans])
+    return build_pattern(
+        text.strip(),
+        [(s - (len(text) - len(text.lstrip())), e - (len(text) - len(text.lstrip())), p) for s, e, p in spans],
+    )
 
 
 _MIN_ID_PART = 6
@@ -255,7 +278,9 @@ def json_arguments_of(call: JsonCall) -> JsonArguments:
     return JsonArguments(call.arguments_encoding)
 
 
-def _written_ids(ids: CallIds | Unknown, pattern: tuple[PatternPart, ...], json_call: JsonCall | None) -> CallIds | Unknown:
+def _written_ids(
+    ids: CallIds | Unknown, pattern: tuple[PatternPart, ...], json_call: JsonCall | None
+) -> CallIds | Unknown:
     if isinstance(ids, Unknown):
         return ids
     fields = {p.name for p in pattern if isinstance(p, Field)}
@@ -337,12 +362,13 @@ def _layout(call: dict[str, Any], other: dict[str, Any] | None, form: v.Spelling
     if name_path is None or arguments_path is None:
         return None
     constants = [(p, text) for p, text in constants if not _under(p, arguments_path)]
-    return JsonCall(name_path, False, arguments_path, encoding, id_path, index_path, index_base,
-                    tuple(constants), tuple(call))
+    return JsonCall(
+        name_path, False, arguments_path, encoding, id_path, index_path, index_base, tuple(constants), tuple(call)
+    )
 
 
 def _under(path: tuple[str, ...], parent: tuple[str, ...] | None) -> bool:
-    return parent is not None and len(path) > len(parent) and path[:len(parent)] == parent
+    return parent is not None and len(path) > len(parent) and path[: len(parent)] == parent
 
 
 def _is_counter(first: Any, second: Any) -> bool:

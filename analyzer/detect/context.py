@@ -19,11 +19,31 @@ from analyzer.render.conversation import Failed, Renderer
 from analyzer.template import Template
 
 # Variables every chat template may read; anything else it reads undefined is the template's own.
-KNOWN_VARIABLES = frozenset({
-    "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "raise_exception",
-    "strftime_now", "enable_thinking", "range", "namespace", "dict", "loop", "true", "false", "none",
-    "True", "False", "None", "lipsum", "cycler", "joiner",
-})
+KNOWN_VARIABLES = frozenset(
+    {
+        "messages",
+        "tools",
+        "add_generation_prompt",
+        "bos_token",
+        "eos_token",
+        "raise_exception",
+        "strftime_now",
+        "enable_thinking",
+        "range",
+        "namespace",
+        "dict",
+        "loop",
+        "true",
+        "false",
+        "none",
+        "True",
+        "False",
+        "None",
+        "lipsum",
+        "cycler",
+        "joiner",
+    }
+)
 
 # A second clock for strftime_now, different from the engines' fixed one in every field.
 OTHER_NOW = _dt.datetime(2031, 11, 27, 21, 47, 53)
@@ -34,7 +54,7 @@ def own_variables(template: Template) -> list[str]:
     """The variables ``template`` reads that no chat template is given (private ``_names`` aside)."""
     try:
         names = minijinja.Environment().undeclared_variables_in_str(template.source)
-    except Exception:  # noqa: BLE001 - a template minijinja cannot parse has no variables to report
+    except Exception:
         return []
     return sorted(n for n in names if n not in KNOWN_VARIABLES and not re.match(r"^_", n))
 

@@ -39,22 +39,36 @@ def detect_engine_agreement(template: Template, description: FormatDescription) 
     tools = v.tools(form)
     cases = []
     for label, messages, with_tools, prompt in _conversations(form):
-        out = {name: r if isinstance(r, Failed) else r.attempt(messages, tools=tools if with_tools else None,
-                                                                 generation_prompt=prompt)
-               for name, r in renderers.items()}
+        out = {
+            name: r
+            if isinstance(r, Failed)
+            else r.attempt(messages, tools=tools if with_tools else None, generation_prompt=prompt)
+            for name, r in renderers.items()
+        }
         j, m = out["jinja2"], out["minijinja"]
         if isinstance(j, str) and isinstance(m, str):
             if j == m:
                 cases.append(EngineCase(label, "agree", None, "", ""))
                 continue
             at = common_prefix_len(j, m)
-            cases.append(EngineCase(label, "differ", at, excerpt(j, at, width=ENGINE_CONTEXT),
-                                    excerpt(m, at, width=ENGINE_CONTEXT)))
+            cases.append(
+                EngineCase(
+                    label, "differ", at, excerpt(j, at, width=ENGINE_CONTEXT), excerpt(m, at, width=ENGINE_CONTEXT)
+                )
+            )
         elif isinstance(j, Failed) and isinstance(m, Failed):
-            cases.append(EngineCase(label, "agree" if j.message == m.message else "both raise", None,
-                                    j.message, m.message))
+            cases.append(
+                EngineCase(label, "agree" if j.message == m.message else "both raise", None, j.message, m.message)
+            )
         else:
             outcome = "only jinja2 raises" if isinstance(j, Failed) else "only minijinja raises"
-            cases.append(EngineCase(label, outcome, None, j.message if isinstance(j, Failed) else "",  # type: ignore[arg-type]
-                                    m.message if isinstance(m, Failed) else ""))
+            cases.append(
+                EngineCase(
+                    label,
+                    outcome,
+                    None,
+                    j.message if isinstance(j, Failed) else "",  # type: ignore[arg-type]
+                    m.message if isinstance(m, Failed) else "",
+                )
+            )
     return EngineAgreement(tuple(cases))

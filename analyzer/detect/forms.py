@@ -66,14 +66,14 @@ def probe(session: Session) -> Probe:
     chosen_output: str | Failed = Failed("no form tried", False)
     first_failure: Failed | None = None
     rendered_without_call = False
-    for as_string, content, id_form, descriptions in product(
-            (False, True), ("", None), v.ID_FORMS, (True, False)):
+    for as_string, content, id_form, descriptions in product((False, True), ("", None), v.ID_FORMS, (True, False)):
         if (id_form, descriptions) != (base.id_form, base.tool_descriptions) and first_failure is None:
             # Ids and descriptions only matter to templates that raise; one that renders without
             # writing the call ignores them.
             continue
-        form = base.with_(arguments_as_string=as_string, content_with_calls=content, id_form=id_form,
-                          tool_descriptions=descriptions)
+        form = base.with_(
+            arguments_as_string=as_string, content_with_calls=content, id_form=id_form, tool_descriptions=descriptions
+        )
         output = _call_output(session, form)
         if _renders_call(output):
             chosen, chosen_output = form, output
@@ -89,16 +89,30 @@ def probe(session: Session) -> Probe:
         followed = _call_output(session, base)
         if _renders_call(followed):
             found = probe(session)
-            return replace(found, warnings=found.warnings + (
-                "calls are written only when another message follows them (a final assistant message is "
-                "treated as a prefill); analysed with a user message after the calls",))
+            return replace(
+                found,
+                warnings=found.warnings
+                + (
+                    "calls are written only when another message follows them (a final assistant message is "
+                    "treated as a prefill); analysed with a user message after the calls",
+                ),
+            )
         session.follow_up = False
     if chosen is None:
         # No form writes a call: keep the plainest form for the rest of the analysis.
         chosen = base
         chosen_output = first_failure or _call_output(session, base)
-        return Probe(chosen, chosen_output, Capability("unknown"), Capability("unknown"), Capability("unknown"),
-                     system_role, (), (), tuple(warnings))
+        return Probe(
+            chosen,
+            chosen_output,
+            Capability("unknown"),
+            Capability("unknown"),
+            Capability("unknown"),
+            system_role,
+            (),
+            (),
+            tuple(warnings),
+        )
 
     if not chosen.tool_descriptions:
         warnings.append("the template fails on tools without descriptions; analysed without them")
@@ -108,15 +122,19 @@ def probe(session: Session) -> Probe:
     object_arguments = _status(object_output)
     string_arguments = _status(string_output)
     if object_arguments.status == "yes" and string_arguments.status == "yes" and object_output != string_output:
-        string_arguments = Capability("differs", "arguments given as a JSON string are written differently "
-                                                 "from an object (for example quoted twice)")
+        string_arguments = Capability(
+            "differs",
+            "arguments given as a JSON string are written differently from an object (for example quoted twice)",
+        )
     none_output = _call_output(session, chosen.with_(content_with_calls=None))
     empty_output = _call_output(session, chosen.with_(content_with_calls=""))
     content_none = _status(none_output)
     if content_none.status == "yes" and isinstance(empty_output, str) and none_output != empty_output:
         written = "None" in str(none_output) and "None" not in empty_output
-        content_none = Capability("differs", "content None is written as the text 'None'" if written
-                                  else "content None is written differently from \"\"")
+        content_none = Capability(
+            "differs",
+            "content None is written as the text 'None'" if written else 'content None is written differently from ""',
+        )
 
     accepted, refused = [], []
     for id_form in v.ID_FORMS:
@@ -125,5 +143,14 @@ def probe(session: Session) -> Probe:
             accepted.append(id_form)
         elif isinstance(output, Failed):
             refused.append((id_form, output.message))
-    return Probe(chosen, chosen_output, object_arguments, string_arguments, content_none, system_role,
-                 tuple(accepted), tuple(refused), tuple(warnings))
+    return Probe(
+        chosen,
+        chosen_output,
+        object_arguments,
+        string_arguments,
+        content_none,
+        system_role,
+        tuple(accepted),
+        tuple(refused),
+        tuple(warnings),
+    )

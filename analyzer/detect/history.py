@@ -37,9 +37,11 @@ def _call_turn(renderer: Renderer) -> str:
     """An excerpt of a turn with content and a call as history writes it: as the last turn, or with a
     user turn after it where only that writes the call (templates that treat a last turn as a prefill)."""
     turn = v.assistant(renderer.spelling, content=v.CONTENT_TEXT, calls=(v.CALL1,))
-    renders = [renderer.attempt(messages, tools=v.tools(renderer.spelling))
-               for messages in ([v.user(), turn], [v.user(), turn, v.user(v.USER_TEXT2)])]
-    render = next((r for r in renders if isinstance(r, str) and v.FN1 in r[_after_user(r):]), renders[0])
+    renders = [
+        renderer.attempt(messages, tools=v.tools(renderer.spelling))
+        for messages in ([v.user(), turn], [v.user(), turn, v.user(v.USER_TEXT2)])
+    ]
+    render = next((r for r in renders if isinstance(r, str) and v.FN1 in r[_after_user(r) :]), renders[0])
     if isinstance(render, Failed):
         return render.message
     start = _after_user(render)

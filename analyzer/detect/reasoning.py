@@ -13,7 +13,14 @@ import re
 from analyzer.description import Reasoning, Turn, Unknown
 from analyzer.diff import common_prefix_len, common_suffix_len
 from analyzer.markers import (
-    first_marker, glued_end, glued_start, is_marker, last_marker, marker_at, marker_end, marker_start,
+    first_marker,
+    glued_end,
+    glued_start,
+    is_marker,
+    last_marker,
+    marker_at,
+    marker_end,
+    marker_start,
 )
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
@@ -78,7 +85,8 @@ def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
         if isinstance(output, str) and v.REASONING_TEXT in output:
             return _markers(session, turn, call_plain, output, key, "turns with tool calls")
     return _from_prompts(session, turn) or Unknown(
-        "no reasoning field (reasoning_content, reasoning, thinking) is written in history")
+        "no reasoning field (reasoning_content, reasoning, thinking) is written in history"
+    )
 
 
 _OPEN_TAG = re.compile(r"<([A-Za-z_][\w:.\-]*)>\s*\Z")
@@ -91,14 +99,21 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
     on = session.prompt(extra={"enable_thinking": True})
     off = session.prompt(extra={"enable_thinking": False})
     if isinstance(on, str) and isinstance(off, str) and on != off and off.startswith(on):
-        close = off[len(on):]
+        close = off[len(on) :]
         start = _last_marker_start(on)
         if start is not None and first_marker(close) and close.strip():
             prompt = turn.generation_prompt if isinstance(turn.generation_prompt, str) else ""
-            return Reasoning(open=on[start:], close=close, field="", forced_open=prompt.rstrip().endswith(
-                on[start:].strip()) and not prompt.rstrip().endswith(close.strip()),
-                empty_block="", toggle="enable_thinking", scope="not written in history",
-                opened_when_thinking=True)
+            return Reasoning(
+                open=on[start:],
+                close=close,
+                field="",
+                forced_open=prompt.rstrip().endswith(on[start:].strip())
+                and not prompt.rstrip().endswith(close.strip()),
+                empty_block="",
+                toggle="enable_thinking",
+                scope="not written in history",
+                opened_when_thinking=True,
+            )
     prompt = turn.generation_prompt
     m = _OPEN_TAG.search(prompt) if isinstance(prompt, str) else None
     if m is None:
@@ -107,13 +122,20 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
     probe = session.history(v.assistant(session.form, content=f"{v.REASONING_TEXT}{close}{v.CONTENT_TEXT}"))
     if isinstance(probe, str) and v.CONTENT_TEXT in probe and v.REASONING_TEXT not in probe:
         # The template cuts everything up to the closing tag out of content: that is reasoning.
-        return Reasoning(open=prompt[m.start():], close=close, field="", forced_open=True, empty_block="",
-                         toggle=_toggle(session), scope="not written in history", opened_when_thinking=True)
+        return Reasoning(
+            open=prompt[m.start() :],
+            close=close,
+            field="",
+            forced_open=True,
+            empty_block="",
+            toggle=_toggle(session),
+            scope="not written in history",
+            opened_when_thinking=True,
+        )
     return None
 
 
-def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, scope: str
-             ) -> Reasoning | Unknown:
+def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, scope: str) -> Reasoning | Unknown:
     at = output.find(v.REASONING_TEXT)
     after_at = at + len(v.REASONING_TEXT)
     head = marker_start(output, min(common_prefix_len(plain, output), at))
@@ -137,12 +159,12 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, sc
         end = _first_marker_end(output[after_at:])
         if end is not None:
             end = glued_end(output, after_at + end) - after_at
-            after = output[after_at:after_at + end]
+            after = output[after_at : after_at + end]
             # Keep the whitespace a template writes after the close marker: the model writes it too.
-            rest = output[after_at + end:]
-            after += rest[:len(rest) - len(rest.lstrip())]
+            rest = output[after_at + end :]
+            after += rest[: len(rest) - len(rest.lstrip())]
     prompt = turn.generation_prompt
-    rest = output[after_at + len(after):]
+    rest = output[after_at + len(after) :]
     if isinstance(prompt, str) and prompt.strip() and rest.startswith(prompt):
         # Reasoning is a message of its own: the model opens the next one with the same header.
         after += prompt
@@ -161,8 +183,16 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, sc
     if toggle == "enable_thinking" and before.strip():
         on = session.prompt(extra={"enable_thinking": True})
         opened_when_thinking = isinstance(on, str) and on.rstrip().endswith(before.strip())
-    return Reasoning(open=before, close=after, field=key, forced_open=forced_open, empty_block=empty_block,
-                     toggle=toggle, scope=scope, opened_when_thinking=opened_when_thinking)
+    return Reasoning(
+        open=before,
+        close=after,
+        field=key,
+        forced_open=forced_open,
+        empty_block=empty_block,
+        toggle=toggle,
+        scope=scope,
+        opened_when_thinking=opened_when_thinking,
+    )
 
 
 def _toggle(session: Session) -> str | Unknown:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from analyzer.description import Results, Unknown
-from analyzer.description import Field
+from analyzer.description import Field, Results, Unknown
 from analyzer.detect.arguments import build_pattern
 from analyzer.detect.calls import written_part
 from analyzer.diff import added_text, find_all, repeated_unit
@@ -20,22 +19,20 @@ def _wrapper(render: str, added: str, stops: tuple[str, ...]) -> tuple[str, str]
     turn's stop string comes before the result, the wrapper starts after it; likewise it ends at the
     first stop after the result."""
     at = added.find(v.RESULT_TEXT)
-    before, after_result = added[:at], added[at + len(v.RESULT_TEXT):]
+    before, after_result = added[:at], added[at + len(v.RESULT_TEXT) :]
     where = render.rfind(v.RESULT_TEXT)
-    head, tail = render[:where], render[where + len(v.RESULT_TEXT):]
+    head, tail = render[:where], render[where + len(v.RESULT_TEXT) :]
     for stop in stops:
         cut = head.rfind(stop)
         if cut != -1:
-            rest = head[cut + len(stop):]
+            rest = head[cut + len(stop) :]
             # Extend back to the turn end over a short header; cut a diff that reached past it.
-            if len(rest) >= len(before) and len(rest) - len(before) <= 64:
-                before = rest.lstrip()
-            elif len(rest) < len(before):
+            if (len(rest) >= len(before) and len(rest) - len(before) <= 64) or len(rest) < len(before):
                 before = rest.lstrip()
         ends = tail.find(stop)
         if ends != -1 and ends <= len(after_result) + 2 * len(stop):
             end = ends + len(stop)
-            after_result = tail[:end] + tail[end:][:len(tail[end:]) - len(tail[end:].lstrip("\n"))]
+            after_result = tail[:end] + tail[end:][: len(tail[end:]) - len(tail[end:].lstrip("\n"))]
     return before, after_result
 
 
@@ -67,14 +64,19 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
 
     pair = v.assistant(form, calls=(v.CALL1, v.CALL2))
     first = session.history(pair, v.tool_result(v.CALL1, v.RESULT_TEXT, form))
-    both = session.history(pair, v.tool_result(v.CALL1, v.RESULT_TEXT, form),
-                           v.tool_result(v.CALL2, v.RESULT_TEXT2, form))
+    both = session.history(
+        pair, v.tool_result(v.CALL1, v.RESULT_TEXT, form), v.tool_result(v.CALL2, v.RESULT_TEXT2, form)
+    )
     separator: str | Unknown = Unknown("two results do not render")
     unit = None
     if isinstance(first, str) and isinstance(both, str):
         id2 = v.ids(form)[1]
-        unit = repeated_unit(first, both, lambda t: t.replace(v.RESULT_TEXT2, v.RESULT_TEXT)
-                             .replace(id2, id1).replace(v.FN2, v.FN1), v.RESULT_TEXT)
+        unit = repeated_unit(
+            first,
+            both,
+            lambda t: t.replace(v.RESULT_TEXT2, v.RESULT_TEXT).replace(id2, id1).replace(v.FN2, v.FN1),
+            v.RESULT_TEXT,
+        )
         separator = unit.separator if unit else Unknown("two results are not written as one result repeated")
 
     open_text, close_text = _wrapper(one, added, stops)
@@ -83,11 +85,11 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
         # Results that follow each other may share one wrapper (one tool turn holding several
         # responses): what repeats per result is the unit; the rest wraps the group.
         at = unit.first.find(v.RESULT_TEXT)
-        item_open, item_close = unit.first[:at], unit.first[at + len(v.RESULT_TEXT):]
+        item_open, item_close = unit.first[:at], unit.first[at + len(v.RESULT_TEXT) :]
         if item_open.strip() and open_text.endswith(item_open) and open_text != item_open:
-            group_open, open_text = open_text[:len(open_text) - len(item_open)], item_open
+            group_open, open_text = open_text[: len(open_text) - len(item_open)], item_open
         if item_close.strip() and close_text.startswith(item_close) and close_text != item_close:
-            group_close, close_text = close_text[len(item_close):], item_close
+            group_close, close_text = close_text[len(item_close) :], item_close
     rendered_as = _rendered_as(session, one, group_open + open_text, stops)
     return Results(
         role="tool",
@@ -121,13 +123,13 @@ def _rendered_as(session: Session, render: str, open_text: str, stops: tuple[str
     """
     opening = session.render([v.user()], tools=True)
     if isinstance(opening, str) and v.USER_TEXT in opening:
-        head = opening[:opening.find(v.USER_TEXT)]
+        head = opening[: opening.find(v.USER_TEXT)]
         cut = max((head.rfind(stop) + len(stop) for stop in stops if stop in head), default=-1)
         user_header = head[cut:].lstrip() if cut >= 0 else ""
         if user_header.strip() and open_text.startswith(user_header.strip()):
             return "user turn"
-    before_result = render[:render.rfind(v.RESULT_TEXT)]
-    after_calls = before_result[before_result.rfind(v.STR1) + len(v.STR1):]
+    before_result = render[: render.rfind(v.RESULT_TEXT)]
+    after_calls = before_result[before_result.rfind(v.STR1) + len(v.STR1) :]
     # No turn end between the calls and the result, and no marker of a header before it.
     if stops and not any(stop in after_calls for stop in stops) and first_marker(open_text, symbols=True) is None:
         return "inside the assistant turn"

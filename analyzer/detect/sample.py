@@ -25,10 +25,20 @@ from analyzer.render.conversation import Failed, Renderer
 from analyzer.render.session import Session
 
 TOOL_NAME = "get_weather"
-SAMPLE_TOOLS = [{"type": "function", "function": {
-    "name": TOOL_NAME, "description": "Current weather for a place",
-    "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "City"}},
-                   "required": ["location"]}}}]
+SAMPLE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": TOOL_NAME,
+            "description": "Current weather for a place",
+            "parameters": {
+                "type": "object",
+                "properties": {"location": {"type": "string", "description": "City"}},
+                "required": ["location"],
+            },
+        },
+    }
+]
 QUESTION = "What is the weather in Paris?"
 ANSWER = "It is sunny in Paris."
 RESULT = "sunny, 21 C"
@@ -42,8 +52,13 @@ _FIELDS = {"name": re.escape(TOOL_NAME), "index": r"\d+"}
 def detect_sample(renderer: Renderer, description: FormatDescription) -> Sample:
     call_id = v.ids(renderer.spelling)[0]
     user = {"role": "user", "content": QUESTION}
-    calling = {"role": "assistant", "content": "", "tool_calls": [{"id": call_id, "type": "function", "function": {
-        "name": TOOL_NAME, "arguments": {"location": "Paris"}}}]}
+    calling = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": TOOL_NAME, "arguments": {"location": "Paris"}}}
+        ],
+    }
     result = {"role": "tool", "tool_call_id": call_id, "name": TOOL_NAME, "content": RESULT}
 
     def render(messages: list[dict[str, Any]], prompt: bool = False) -> str | Failed:
@@ -68,7 +83,7 @@ def _output(prompt: str | Failed, render: str | Failed) -> str:
     """The model's part of ``render``: past the generation prompt."""
     if isinstance(render, Failed) or isinstance(prompt, Failed):
         return _text(render if isinstance(render, Failed) else prompt)
-    return render[Session.cut(prompt, render):]
+    return render[Session.cut(prompt, render) :]
 
 
 # --------------------------------------------------------------------------- marks
@@ -106,15 +121,26 @@ def _marks(text: str, cut: int, description: FormatDescription) -> tuple[Mark, .
 
 
 def _calls_matcher(calls: Calls) -> _Matcher:
-    return _joined([_literal(calls.section_open, "calls open"), _pattern(calls.call, "call marker"),
-                    _literal(calls.section_close, "calls close")])
+    return _joined(
+        [
+            _literal(calls.section_open, "calls open"),
+            _pattern(calls.call, "call marker"),
+            _literal(calls.section_close, "calls close"),
+        ]
+    )
 
 
 def _results_matcher(results: Results) -> _Matcher:
     # The result's text stands between open and close as the template writes it (quoted, escaped).
-    return _joined([_pattern(results.group_open, "result marker"), _pattern(results.open, "result marker"),
-                    (".*?", []), _pattern(results.close, "result marker"),
-                    _pattern(results.group_close, "result marker")])
+    return _joined(
+        [
+            _pattern(results.group_open, "result marker"),
+            _pattern(results.open, "result marker"),
+            (".*?", []),
+            _pattern(results.close, "result marker"),
+            _pattern(results.group_close, "result marker"),
+        ]
+    )
 
 
 def _joined(matchers: list[_Matcher]) -> _Matcher:
@@ -127,8 +153,12 @@ def _literal(text: str, label: str) -> _Matcher:
 
 def _pattern(pattern: Pattern, label: str) -> _Matcher:
     """Literal parts as groups; the tool's name as written; an index as digits; any other field as text."""
-    return _joined([_literal(part.text, label) if isinstance(part, Text) else (_FIELDS.get(part.name, ".*?"), [])
-                    for part in pattern])
+    return _joined(
+        [
+            _literal(part.text, label) if isinstance(part, Text) else (_FIELDS.get(part.name, ".*?"), [])
+            for part in pattern
+        ]
+    )
 
 
 def _search(text: str, start: int, matcher: _Matcher) -> tuple[int, int, list[Mark]] | None:

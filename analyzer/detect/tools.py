@@ -26,8 +26,9 @@ from analyzer.tools import declared_tools
 OPENINGS = (("system, user", [v.system(), v.user()]), ("user", [v.user()]))
 
 
-def detect_tool_definitions(renderer: Renderer, template: Template, description: FormatDescription,
-                            tools: list[dict[str, Any]] | None = None) -> ToolDefinitions:
+def detect_tool_definitions(
+    renderer: Renderer, template: Template, description: FormatDescription, tools: list[dict[str, Any]] | None = None
+) -> ToolDefinitions:
     """``tools`` are the caller's (``audit --tools``); without them, the analysis's two sentinel tools."""
     given = tools if tools else v.tools(renderer.spelling)
     declared = declared_tools(given)
@@ -70,7 +71,8 @@ def detect_tool_definitions(renderer: Renderer, template: Template, description:
         tokenizer = tokenizer_beside(template)
         if tokenizer is not None:
             fixed_tokens, per_tool_tokens = _growth(
-                [len(tokenizer.encode(r, add_special_tokens=False).ids) for r in renders])
+                [len(tokenizer.encode(r, add_special_tokens=False).ids) for r in renders]
+            )
 
     written = any(p.placement not in ("error", "not written") for p in placements)
     form: DefinitionForm = "not written" if not written else "unknown"
@@ -79,9 +81,16 @@ def detect_tool_definitions(renderer: Renderer, template: Template, description:
         form, at = _definition_form(first, renders[1])
         form_evidence = excerpt(renders[1], at, at + 40) if at >= 0 else ""
     return ToolDefinitions(
-        placements=tuple(placements), fixed_chars=fixed_chars, per_tool_chars=per_tool_chars,
-        fixed_tokens=fixed_tokens, per_tool_tokens=per_tool_tokens, form=form, form_evidence=form_evidence,
-        descriptions=descriptions, descriptions_evidence=placements[0].evidence if descriptions == "dropped" else "")
+        placements=tuple(placements),
+        fixed_chars=fixed_chars,
+        per_tool_chars=per_tool_chars,
+        fixed_tokens=fixed_tokens,
+        per_tool_tokens=per_tool_tokens,
+        form=form,
+        form_evidence=form_evidence,
+        descriptions=descriptions,
+        descriptions_evidence=placements[0].evidence if descriptions == "dropped" else "",
+    )
 
 
 def _growth(sizes: list[int]) -> tuple[int, int]:
@@ -120,8 +129,9 @@ def _turn_header(render: str, sentinel: str, end: str | None) -> str:
     return render[start:at].lstrip()
 
 
-def _placement(with_tools: str, start: int, stop: int, end_marker: str | None, system_header: str,
-               user_header: str, bos: str) -> Placement:
+def _placement(
+    with_tools: str, start: int, stop: int, end_marker: str | None, system_header: str, user_header: str, bos: str
+) -> Placement:
     turn_start = 0
     if end_marker:
         found = with_tools.rfind(end_marker, 0, start)
@@ -136,17 +146,20 @@ def _placement(with_tools: str, start: int, stop: int, end_marker: str | None, s
     # turn of its own, as templates that add a system turn for tools do).
     head = (before + with_tools[start:stop]).lstrip()
     if bos and head.startswith(bos):
-        head = head[len(bos):]
-    sys_h = system_header[len(bos):] if bos and system_header.startswith(bos) else system_header
-    user_h = user_header[len(bos):] if bos and user_header.startswith(bos) else user_header
+        head = head[len(bos) :]
+    sys_h = system_header[len(bos) :] if bos and system_header.startswith(bos) else system_header
+    user_h = user_header[len(bos) :] if bos and user_header.startswith(bos) else user_header
     shared = common_prefix_len(sys_h, user_h)
     sys_match = common_prefix_len(head, sys_h) if sys_h else 0
     user_match = common_prefix_len(head, user_h) if user_h else 0
     if max(sys_match, user_match) > shared and head:
         return "system turn" if sys_match > user_match else "user turn"
     after = with_tools[start:].lstrip()
-    return "own block" if not after.startswith((v.SYSTEM_TEXT, v.USER_TEXT)) else (
-        "system turn" if after.startswith(v.SYSTEM_TEXT) else "user turn")
+    return (
+        "own block"
+        if not after.startswith((v.SYSTEM_TEXT, v.USER_TEXT))
+        else ("system turn" if after.startswith(v.SYSTEM_TEXT) else "user turn")
+    )
 
 
 def _definition_form(tool: dict[str, Any], render: str) -> tuple[DefinitionForm, int]:
@@ -154,7 +167,10 @@ def _definition_form(tool: dict[str, Any], render: str) -> tuple[DefinitionForm,
     or rewritten (none of those); with where it starts in the render (-1 when rewritten)."""
     function = tool.get("function", tool)
     for form, value in (("as given", tool), ("function only", function)):
-        for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False, separators=(",", ":"))):
+        for text in (
+            json.dumps(value, ensure_ascii=False),
+            json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+        ):
             if text in render:
                 return form, render.find(text)  # type: ignore[return-value]
         for indent in (2, 4, 1, "\t"):

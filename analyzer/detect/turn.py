@@ -23,7 +23,7 @@ def generation_prompt(session: Session) -> str | Unknown:
     if isinstance(with_prompt, Failed) or isinstance(without, Failed):
         failed = with_prompt if isinstance(with_prompt, Failed) else without
         return Unknown(f"prompt does not render: {failed.message}")
-    return with_prompt[marker_start(with_prompt, common_prefix_len(with_prompt, without)):]
+    return with_prompt[marker_start(with_prompt, common_prefix_len(with_prompt, without)) :]
 
 
 def content_output(session: Session) -> str | Failed:
@@ -34,7 +34,7 @@ def after(text: str | Failed, needle: str) -> str | None:
     if isinstance(text, Failed):
         return None
     at = text.rfind(needle)
-    return None if at == -1 else text[at + len(needle):]
+    return None if at == -1 else text[at + len(needle) :]
 
 
 def _first_marker(text: str) -> str:
@@ -45,17 +45,17 @@ def _first_marker(text: str) -> str:
         return ""
     end = len(text) - len(stripped) + m.end()
     rest = text[end:]
-    return text[:end] + rest[:len(rest) - len(rest.lstrip())]
+    return text[:end] + rest[: len(rest) - len(rest.lstrip())]
 
 
 def shared_turn_end(final: str, continued: str, prompt: str | Unknown) -> str:
     """What two continuations of a turn share, less the start of the next header."""
-    shared = final[:marker_start(final, common_prefix_len(final, continued))]
+    shared = final[: marker_start(final, common_prefix_len(final, continued))]
     if isinstance(prompt, str) and prompt:
         # The next header starts the way the assistant header (the generation prompt) starts.
         for m in find_markers(shared, symbols=True):
-            if prompt.startswith(shared[m.start():]) and shared[m.start():].strip():
-                return shared[:m.start()]
+            if prompt.startswith(shared[m.start() :]) and shared[m.start() :].strip():
+                return shared[: m.start()]
     return shared
 
 
@@ -66,12 +66,12 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
         reason = output.message if isinstance(output, Failed) else "assistant content is not written"
         return Turn(prompt, "", "", "", Unknown(reason), ())
     at = output.find(v.CONTENT_TEXT)
-    final_after = output[at + len(v.CONTENT_TEXT):]
+    final_after = output[at + len(v.CONTENT_TEXT) :]
     answer = v.assistant(session.form, content=v.CONTENT_TEXT)
     continued = session.history(answer, v.user(v.USER_TEXT2))
     then_user = None
     if isinstance(continued, str) and v.USER_TEXT2 in continued:
-        text = continued[:continued.rfind(v.USER_TEXT2)]
+        text = continued[: continued.rfind(v.USER_TEXT2)]
         then_user = after(text, v.CONTENT_TEXT)
 
     if isinstance(call_output, str) and v.FN1 in call_output:
@@ -89,16 +89,19 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
 
     if then_user is None:
         end: str | Unknown = Unknown("a user message after an assistant message does not render")
-        stop_text = final_after[len(content_close):]
+        stop_text = final_after[len(content_close) :]
     else:
-        following = then_user[len(content_close):]
-        end = shared_turn_end(final_after[len(content_close):], following, prompt)
+        following = then_user[len(content_close) :]
+        end = shared_turn_end(final_after[len(content_close) :], following, prompt)
         if not end.strip():
             first = _first_marker(following)
             header = find_markers(following, symbols=True)
             # The first marker after the content ends the turn unless it is the next turn's header.
-            next_header = bool(header) and header[-1].group() == first.strip() or (
-                isinstance(prompt, str) and prompt.startswith(first.strip()))
+            next_header = (
+                (bool(header)
+                and header[-1].group() == first.strip())
+                or (isinstance(prompt, str) and prompt.startswith(first.strip()))
+            )
             if first.strip() and not next_header:
                 end = first
         stop_text = end if end.strip() else following

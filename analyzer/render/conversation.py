@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from analyzer.description import FormatDescription, InputForm, Reasoning
 from analyzer.errors import ConversationError, RenderError
@@ -72,20 +73,25 @@ class Spelling:
     tool_descriptions: bool = True
 
     @classmethod
-    def from_description(cls, description: FormatDescription) -> "Spelling":
+    def from_description(cls, description: FormatDescription) -> Spelling:
         """The spelling the analysis found the template takes, reasoning under the template's own key.
         Conversations open as the analysis's did (no system message)."""
         form = description.input_form
         reasoning = description.reasoning
         key = reasoning.field if isinstance(reasoning, Reasoning) and reasoning.field else CLIENT_REASONING_KEY
-        return cls(content_with_calls=form.content_with_calls, arguments_as_string=form.arguments_as_string,
-                   id_form=form.id_form, reasoning_key=key, tool_descriptions=form.tool_descriptions)
+        return cls(
+            content_with_calls=form.content_with_calls,
+            arguments_as_string=form.arguments_as_string,
+            id_form=form.id_form,
+            reasoning_key=key,
+            tool_descriptions=form.tool_descriptions,
+        )
 
     def input_form(self) -> InputForm:
         """What the description records of this spelling."""
         return InputForm(self.content_with_calls, self.arguments_as_string, self.id_form, self.tool_descriptions)
 
-    def with_(self, **changes: Any) -> "Spelling":
+    def with_(self, **changes: Any) -> Spelling:
         return replace(self, **changes)
 
     def arguments(self, value: Any) -> Any:
@@ -140,7 +146,7 @@ def check_conversation(messages: Any, *, empty: bool = False) -> list[dict[str, 
         raise ConversationError("messages must be a non-empty JSON list of message objects")
     for number, message in enumerate(messages, 1):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise ConversationError(f"message {number} is not an object with a \"role\"")
+            raise ConversationError(f'message {number} is not an object with a "role"')
     return messages
 
 
@@ -155,8 +161,9 @@ def arguments_value(function: dict[str, Any]) -> Any:
         raise ConversationError(f"call to {function.get('name')!r}: arguments are not valid JSON") from None
 
 
-def compile_as_analysed(template: Template, description: FormatDescription, engine: str | None = None,
-                        limits: RenderLimits | None = None) -> CompiledTemplate:
+def compile_as_analysed(
+    template: Template, description: FormatDescription, engine: str | None = None, limits: RenderLimits | None = None
+) -> CompiledTemplate:
     """The template compiled for rendering beside its description: ``engine`` (by default the one the
     analysis used), unless the analysis had to fall back to jinja2 with list mutation, which the
     template then needs."""
@@ -174,16 +181,24 @@ class Renderer:
     """A template as analysed: renders OpenAI-style conversations spelled the way it takes them, call
     ids rewritten into the form it takes unless ``rename_id`` says otherwise."""
 
-    def __init__(self, compiled: CompiledTemplate, description: FormatDescription, *,
-                 rename_id: RenameId | None = None) -> None:
+    def __init__(
+        self, compiled: CompiledTemplate, description: FormatDescription, *, rename_id: RenameId | None = None
+    ) -> None:
         self.compiled = compiled
         self.spelling = Spelling.from_description(description)
         self.context = bound_context(description)
         self.rename_id = rename_id if rename_id is not None else fit_id_form(self.spelling.id_form)
 
     @classmethod
-    def for_template(cls, template: Template, description: FormatDescription, *, engine: str | None = None,
-                     limits: RenderLimits | None = None, rename_id: RenameId | None = None) -> "Renderer":
+    def for_template(
+        cls,
+        template: Template,
+        description: FormatDescription,
+        *,
+        engine: str | None = None,
+        limits: RenderLimits | None = None,
+        rename_id: RenameId | None = None,
+    ) -> Renderer:
         """``template`` compiled as analysed (``engine`` defaults to the one the analysis used)."""
         return cls(compile_as_analysed(template, description, engine, limits), description, rename_id=rename_id)
 
@@ -194,27 +209,50 @@ class Renderer:
     def spell(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self.spelling.spell(messages, self.rename_id)
 
-    def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-               generation_prompt: bool = False, thinking: bool | None = None,
-               extra: dict[str, Any] | None = None) -> str:
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        generation_prompt: bool = False,
+        thinking: bool | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
         """The text the template renders for ``messages`` (spelled first); raises ``RenderError``.
         ``thinking`` sets ``enable_thinking``; ``extra`` adds or overrides context variables."""
         context = {**self.context, **(extra or {})}
         if thinking is not None:
             context["enable_thinking"] = thinking
-        return self.compiled.render(self.spell(messages), tools=tools, add_generation_prompt=generation_prompt,
-                                    extra=context)
+        return self.compiled.render(
+            self.spell(messages), tools=tools, add_generation_prompt=generation_prompt, extra=context
+        )
 
-    def attempt(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                generation_prompt: bool = False, thinking: bool | None = None,
-                extra: dict[str, Any] | None = None) -> str | Failed:
+    def attempt(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        generation_prompt: bool = False,
+        thinking: bool | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str | Failed:
         """``render``, with a failed render returned as ``Failed`` (a finding, not an error)."""
         try:
-            return self.render(messages, tools=tools, generation_prompt=generation_prompt, thinking=thinking,
-                               extra=extra)
+            return self.render(
+                messages, tools=tools, generation_prompt=generation_prompt, thinking=thinking, extra=extra
+            )
         except RenderError as exc:
             return Failed(exc.message, exc.raised_by_template)
 
 
-__all__ = ["Failed", "RenameId", "Renderer", "Spelling", "arguments_value", "bound_context", "check_conversation",
-           "compile_as_analysed", "fit_id_form"]
+__all__ = [
+    "Failed",
+    "RenameId",
+    "Renderer",
+    "Spelling",
+    "arguments_value",
+    "bound_context",
+    "check_conversation",
+    "compile_as_analysed",
+    "fit_id_form",
+]

@@ -23,8 +23,9 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 
 import jinja2
 import jinja2.ext
@@ -73,11 +74,18 @@ class Engine(Protocol):
     def compile(self, template: Template, limits: RenderLimits | None = None) -> CompiledTemplate: ...
 
 
-def _tojson(value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
-            sort_keys: bool = False) -> str:
+def _tojson(
+    value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None, sort_keys: bool = False
+) -> str:
     # transformers' own tojson: no HTML escaping, unicode kept, json.dumps keyword arguments passed on.
-    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                      sort_keys=sort_keys, default=_json_default)
+    return json.dumps(
+        value,
+        ensure_ascii=ensure_ascii,
+        indent=indent,
+        separators=separators,
+        sort_keys=sort_keys,
+        default=_json_default,
+    )
 
 
 def _json_default(value: Any) -> Any:
@@ -94,8 +102,13 @@ def _strftime_now(fmt: str) -> str:
     return FIXED_NOW.strftime(fmt)
 
 
-def _base_context(template: Template, messages: list[dict[str, Any]], tools: Any,
-                  add_generation_prompt: bool, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+def _base_context(
+    template: Template,
+    messages: list[dict[str, Any]],
+    tools: Any,
+    add_generation_prompt: bool,
+    extra: Mapping[str, Any] | None,
+) -> dict[str, Any]:
     context: dict[str, Any] = {
         "messages": messages,
         "tools": tools,
@@ -160,7 +173,7 @@ class _DeadlineChecks:
 
     deadline: _Deadline
 
-    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         self.deadline.check()
         return super().call(__context, __obj, *args, **kwargs)
 
@@ -243,10 +256,17 @@ class Jinja2Template:
             self._compiled = env.from_string(template.source)
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateSyntaxError(
-                f"{template.origin}: Jinja syntax error at line {exc.lineno}: {exc.message}") from None
+                f"{template.origin}: Jinja syntax error at line {exc.lineno}: {exc.message}"
+            ) from None
 
-    def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-               add_generation_prompt: bool = False, extra: Mapping[str, Any] | None = None) -> str:
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = False,
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
         context = _base_context(self.template, messages, tools, add_generation_prompt, extra)
         self._deadline.until = time.monotonic() + self.limits.seconds
         with _alarm(self.limits.seconds * 2):
@@ -256,12 +276,13 @@ class Jinja2Template:
                 raise RenderError(f"{self.template.name}: template raised: {exc}", raised_by_template=True) from None
             except _OutOfTime:
                 raise RenderLimitError(
-                    f"{self.template.name}: render ran past the {self.limits.seconds:g} s time limit") from None
+                    f"{self.template.name}: render ran past the {self.limits.seconds:g} s time limit"
+                ) from None
             except RenderError:
                 raise
             except RecursionError:
                 raise RenderLimitError(f"{self.template.name}: render recursed too deeply") from None
-            except Exception as exc:  # noqa: BLE001 - any template error is the template's, reported as one line
+            except Exception as exc:
                 raise RenderError(f"{self.template.name}: {type(exc).__name__}: {exc}") from None
             finally:
                 self._deadline.until = float("inf")
@@ -273,8 +294,7 @@ def _collect(chunks: Iterable[str], limits: RenderLimits, deadline: _Deadline, t
     for chunk in chunks:
         size += len(chunk)
         if size > limits.max_chars:
-            raise RenderLimitError(
-                f"{template.name}: render output passed the {limits.max_chars} character limit")
+            raise RenderLimitError(f"{template.name}: render output passed the {limits.max_chars} character limit")
         deadline.check()
         parts.append(chunk)
     return "".join(parts)
@@ -333,8 +353,14 @@ class MiniJinjaTemplate:
             raise TemplateSyntaxError(f"{template.origin}: Jinja syntax error{where}: {detail}") from None
         self._env = env
 
-    def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-               add_generation_prompt: bool = False, extra: Mapping[str, Any] | None = None) -> str:
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = False,
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
         context = _base_context(self.template, messages, tools, add_generation_prompt, extra)
         started = time.monotonic()
         try:
@@ -349,11 +375,12 @@ class MiniJinjaTemplate:
                     f"{self.template.name}: render ran past its instruction budget ({self.limits.fuel} fuel)"
                 ) from None
             raise RenderError(f"{self.template.name}: {_first_line(exc)}") from None
-        except Exception as exc:  # noqa: BLE001 - errors raised inside our Python callbacks
+        except Exception as exc:
             raise RenderError(f"{self.template.name}: {type(exc).__name__}: {exc}") from None
         if len(output) > self.limits.max_chars:
             raise RenderLimitError(
-                f"{self.template.name}: render output passed the {self.limits.max_chars} character limit")
+                f"{self.template.name}: render output passed the {self.limits.max_chars} character limit"
+            )
         if time.monotonic() - started > self.limits.seconds:
             raise RenderLimitError(f"{self.template.name}: render ran past the {self.limits.seconds:g} s time limit")
         return output
@@ -395,6 +422,7 @@ def compile_mutable(template: Template, limits: RenderLimits | None = None) -> C
     return Jinja2Template(template, limits or RenderLimits(), mutable=True)
 
 
-def compile_template(template: Template, engine: str = DEFAULT_ENGINE,
-                     limits: RenderLimits | None = None) -> CompiledTemplate:
+def compile_template(
+    template: Template, engine: str = DEFAULT_ENGINE, limits: RenderLimits | None = None
+) -> CompiledTemplate:
     return get_engine(engine).compile(template, limits)

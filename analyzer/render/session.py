@@ -27,14 +27,20 @@ class Session:
         # calls are read from renders where a user message follows them.
         self.follow_up = False
 
-    def with_form(self, form: v.Spelling) -> "Session":
+    def with_form(self, form: v.Spelling) -> Session:
         other = Session(self.compiled, form, extra=self.extra)
         other._cache = self._cache  # keys hold everything a form changes in a render
         other.follow_up = self.follow_up
         return other
 
-    def render(self, messages: list[dict[str, Any]], *, tools: bool = True, generation_prompt: bool = False,
-               extra: dict[str, Any] | None = None) -> str | Failed:
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: bool = True,
+        generation_prompt: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> str | Failed:
         context_extra = {**self.extra, **(extra or {})}
         key = repr((messages, tools and self.form.tool_descriptions, generation_prompt, sorted(context_extra.items())))
         hit = self._cache.get(key)
@@ -42,8 +48,11 @@ class Session:
             return hit
         try:
             result: str | Failed = self.compiled.render(
-                messages, tools=v.tools(self.form) if tools else None,
-                add_generation_prompt=generation_prompt, extra=context_extra)
+                messages,
+                tools=v.tools(self.form) if tools else None,
+                add_generation_prompt=generation_prompt,
+                extra=context_extra,
+            )
         except RenderError as exc:
             result = Failed(exc.message, exc.raised_by_template)
         self._cache[key] = result
@@ -65,7 +74,7 @@ class Session:
         full = self.history(message, tools=tools)
         if isinstance(full, Failed):
             return full
-        return full[self.cut(prompt, full):]
+        return full[self.cut(prompt, full) :]
 
     def _output_followed(self, message: dict[str, Any], prompt: str, tools: bool) -> str | Failed:
         """The message's output read from a render where a user message follows it, up to where that
@@ -73,13 +82,13 @@ class Session:
         full = self.history(message, v.user(v.USER_TEXT2), tools=tools)
         if isinstance(full, Failed):
             return full
-        output = full[self.cut(prompt, full):]
-        output = output[:output.rfind(v.USER_TEXT2)]
+        output = full[self.cut(prompt, full) :]
+        output = output[: output.rfind(v.USER_TEXT2)]
         opening = self.render(v.opening(self.form), tools=tools)
         if isinstance(opening, str) and v.USER_TEXT in opening:
-            before_user = opening[:opening.rfind(v.USER_TEXT)]
+            before_user = opening[: opening.rfind(v.USER_TEXT)]
             header = common_suffix_len(output, before_user)
-            output = output[:marker_start(output, len(output) - header)]
+            output = output[: marker_start(output, len(output) - header)]
         return output
 
     @staticmethod

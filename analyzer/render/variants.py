@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.runtime.shape import ID_FORMS as RUNTIME_ID_FORMS
 from analyzer.render.conversation import Spelling
+from analyzer.runtime.shape import ID_FORMS as RUNTIME_ID_FORMS
 
 # Function names, argument names and values. Two of each kind, sharing no first or last character.
 FN1, FN2 = "qzxfind", "jwvlist"
@@ -70,8 +70,10 @@ def tool(name: str, description: str, *, with_descriptions: bool = True) -> dict
 
 
 def tools(form: Spelling) -> list[dict[str, Any]]:
-    return [tool(FN1, DESCRIPTION1, with_descriptions=form.tool_descriptions),
-            tool(FN2, DESCRIPTION2, with_descriptions=form.tool_descriptions)]
+    return [
+        tool(FN1, DESCRIPTION1, with_descriptions=form.tool_descriptions),
+        tool(FN2, DESCRIPTION2, with_descriptions=form.tool_descriptions),
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +89,11 @@ def ids(form: Spelling) -> tuple[str, str]:
 
 
 def call_message(call: Call, form: Spelling) -> dict[str, Any]:
-    return {"id": ids(form)[call.index], "type": "function",
-            "function": {"name": call.name, "arguments": form.arguments(call.arguments)}}
+    return {
+        "id": ids(form)[call.index],
+        "type": "function",
+        "function": {"name": call.name, "arguments": form.arguments(call.arguments)},
+    }
 
 
 def user(text: str = USER_TEXT) -> dict[str, Any]:
@@ -99,8 +104,9 @@ def system(text: str = SYSTEM_TEXT) -> dict[str, Any]:
     return {"role": "system", "content": text}
 
 
-def assistant(form: Spelling, *, content: str | None = None, calls: tuple[Call, ...] = (),
-              reasoning: str | None = None) -> dict[str, Any]:
+def assistant(
+    form: Spelling, *, content: str | None = None, calls: tuple[Call, ...] = (), reasoning: str | None = None
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant"}
     if calls:
         message["content"] = form.content_with_calls if content is None else content

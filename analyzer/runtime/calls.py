@@ -57,14 +57,20 @@ class ToolSchemas:
         properties = self.properties(name)
         for key in arguments:
             if properties and key not in properties:
-                problems.append(ParseError("unknown_argument", f"call {index} to {name}: unknown argument {key!r}",
-                                           call_index=index))
+                problems.append(
+                    ParseError(
+                        "unknown_argument", f"call {index} to {name}: unknown argument {key!r}", call_index=index
+                    )
+                )
         for violation in validate(self.schemas[name], arguments):
             if violation.keyword == "additionalProperties" and len(violation.path) == 1:
                 continue  # an undeclared argument: reported as an unknown argument above
             where = "/".join(str(step) for step in violation.path) or "arguments"
-            problems.append(ParseError("invalid_arguments", f"call {index} to {name}: {where}: {violation.message}",
-                                       call_index=index))
+            problems.append(
+                ParseError(
+                    "invalid_arguments", f"call {index} to {name}: {where}: {violation.message}", call_index=index
+                )
+            )
         return problems
 
 
@@ -75,4 +81,4 @@ def generated_id(form: IdForm, index: int, name: str, text: str) -> str:
     letters = digest.translate(_ID_TABLE).decode("ascii")
     while len(letters) < form.generated_length:
         letters += letters
-    return form.prefix + letters[:form.generated_length]
+    return form.prefix + letters[: form.generated_length]

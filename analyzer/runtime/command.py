@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from .message import ParseError
 from .shape import OutputShape
@@ -47,9 +48,13 @@ class Utf8Input:
                     break
                 out.append("\ufffd")
                 at = self._offset + bad_start
-                self.problems.append(ParseError(
-                    "invalid_utf8", f"input bytes {at}-{at + bad_end - bad_start - 1} are not UTF-8: "
-                                    "replaced by U+FFFD", "\ufffd"))
+                self.problems.append(
+                    ParseError(
+                        "invalid_utf8",
+                        f"input bytes {at}-{at + bad_end - bad_start - 1} are not UTF-8: replaced by U+FFFD",
+                        "\ufffd",
+                    )
+                )
                 start = bad_end
         self._pending = data[start:]
         self._offset += start
@@ -110,18 +115,32 @@ def parse_lines(parser: Parser, source: BinaryIO, write: Write) -> str | None:
 
 def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None, argv: list[str] | None = None) -> int:
     """``python PARSER.py [--stream | --jsonl] [--tools FILE] [--thinking | --no-thinking] < output``."""
-    options = argparse.ArgumentParser(description=f"Parse {shape.template} model output (stdin) into an "
-                                                  "OpenAI-style assistant message (JSON).")
+    options = argparse.ArgumentParser(
+        description=f"Parse {shape.template} model output (stdin) into an OpenAI-style assistant message (JSON)."
+    )
     mode = options.add_mutually_exclusive_group()
     mode.add_argument("--stream", action="store_true", help="print one delta per line as input arrives")
-    mode.add_argument("--jsonl", action="store_true",
-                      help="each input line is a JSON string holding one output; one message per line")
-    options.add_argument("--tools", metavar="FILE", help="JSON file with the tools list (default: those given "
-                                                         "when the module was generated)")
-    options.add_argument("--thinking", dest="thinking", action="store_true", default=thinking,
-                         help="the prompt was rendered with enable_thinking true")
-    options.add_argument("--no-thinking", dest="thinking", action="store_false",
-                         help="the prompt was rendered with enable_thinking false")
+    mode.add_argument(
+        "--jsonl", action="store_true", help="each input line is a JSON string holding one output; one message per line"
+    )
+    options.add_argument(
+        "--tools",
+        metavar="FILE",
+        help="JSON file with the tools list (default: those given when the module was generated)",
+    )
+    options.add_argument(
+        "--thinking",
+        dest="thinking",
+        action="store_true",
+        default=thinking,
+        help="the prompt was rendered with enable_thinking true",
+    )
+    options.add_argument(
+        "--no-thinking",
+        dest="thinking",
+        action="store_false",
+        help="the prompt was rendered with enable_thinking false",
+    )
     args = options.parse_args(argv)
     if args.tools:
         try:

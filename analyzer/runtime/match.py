@@ -13,10 +13,34 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from .shape import ArgKey, ArgumentShape, ArgValue, CallId, IdForm, Index, JsonArgs, JsonCallObject, KeyValueArgs
-from .shape import Marker, Markers, Name, Part, id_pattern
-from .values import INCOMPLETE, INVALID, Undecodable, coerce, decode, decode_arguments, decode_notation, strict_object
-from .values import Memo, value_end
+from .shape import (
+    ArgKey,
+    ArgumentShape,
+    ArgValue,
+    CallId,
+    IdForm,
+    Index,
+    JsonArgs,
+    JsonCallObject,
+    KeyValueArgs,
+    Marker,
+    Markers,
+    Name,
+    Part,
+    id_pattern,
+)
+from .values import (
+    INCOMPLETE,
+    INVALID,
+    Memo,
+    Undecodable,
+    coerce,
+    decode,
+    decode_arguments,
+    decode_notation,
+    strict_object,
+    value_end,
+)
 
 
 class _Need:
@@ -77,8 +101,13 @@ class CallMatch:
 class CallMatcher:
     """Matches the parts of one call; ``tools`` maps declared names to their parameter schemas."""
 
-    def __init__(self, parts: tuple[Part, ...], tools: dict[str, dict[str, Any]], closers: tuple[str, ...],
-                 memo: Memo | None = None):
+    def __init__(
+        self,
+        parts: tuple[Part, ...],
+        tools: dict[str, dict[str, Any]],
+        closers: tuple[str, ...],
+        memo: Memo | None = None,
+    ):
         self.parts = parts
         # How far values were scanned in text that only grows between matches (the caller clears it
         # when the text changes otherwise), so that matching a long call again costs nothing extra.
@@ -101,7 +130,7 @@ class CallMatcher:
         return result
 
     def _following_text(self, k: int) -> tuple[str, ...]:
-        for part in self.parts[k + 1:]:
+        for part in self.parts[k + 1 :]:
             if isinstance(part, Marker):
                 return (part.text,)
             if isinstance(part, KeyValueArgs):
@@ -109,8 +138,9 @@ class CallMatcher:
             return ()
         return self.closers
 
-    def _match_part(self, part: Part, text: str, i: int, final: bool, result: CallMatch,
-                    following: tuple[str, ...]) -> Step:
+    def _match_part(
+        self, part: Part, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+    ) -> Step:
         handler = _HANDLERS.get(type(part))
         if handler is None:
             raise TypeError(f"no matcher for call part {type(part).__name__}")
@@ -160,8 +190,14 @@ class CallMatcher:
         return m.end()
 
     def json_args(self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
-        span = _json_span(text, i, final, self.memo, "the arguments end before they are complete",
-                          "expected arguments as a JSON value")
+        span = _json_span(
+            text,
+            i,
+            final,
+            self.memo,
+            "the arguments end before they are complete",
+            "expected arguments as a JSON value",
+        )
         if not isinstance(span, tuple):
             return span
         i, end = span
@@ -174,8 +210,9 @@ class CallMatcher:
         result.arguments_text = raw if strict_object(raw) else ""
         return end
 
-    def json_call(self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch,
-                  following: tuple) -> Step:
+    def json_call(
+        self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch, following: tuple
+    ) -> Step:
         span = _json_span(text, i, final, self.memo, "the call ends before it is complete", "expected a JSON object")
         if not isinstance(span, tuple):
             return span
@@ -190,7 +227,7 @@ class CallMatcher:
         if layout.name_is_key:
             if len(call) != 1:
                 return Mismatch("expected one key, the function name")
-            (name, arguments), = call.items()
+            ((name, arguments),) = call.items()
         else:
             name = _get(call, layout.name_path)
             arguments = _get(call, layout.arguments_path)
@@ -219,8 +256,9 @@ class CallMatcher:
         result.arguments = arguments
         return end
 
-    def key_values(self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch,
-                   following: tuple) -> Step:
+    def key_values(
+        self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple
+    ) -> Step:
         schema = self.tools.get(result.name, {})
         properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
         arguments: dict[str, Any] = {}
@@ -236,8 +274,18 @@ class CallMatcher:
                 return NEED
             matched = None
             for group in forms:
-                outcome = _match_form(group, text, j, final, properties, part.string_escaping, following,
-                                      part.string_wrapper, part.string_quotes, self.memo)
+                outcome = _match_form(
+                    group,
+                    text,
+                    j,
+                    final,
+                    properties,
+                    part.string_escaping,
+                    following,
+                    part.string_wrapper,
+                    part.string_quotes,
+                    self.memo,
+                )
                 if outcome is NEED:
                     # An earlier form may still match once more text arrives: decide then, so that
                     # every chunking of the output reads the same.
@@ -280,8 +328,9 @@ _HANDLERS = {
 }
 
 
-def _json_span(text: str, i: int, final: bool, memo: Memo | None, cut_short: str, not_json: str
-               ) -> tuple[int, int] | Step:
+def _json_span(
+    text: str, i: int, final: bool, memo: Memo | None, cut_short: str, not_json: str
+) -> tuple[int, int] | Step:
     """Where the JSON value after the whitespace at ``i`` starts and ends; else the step to return:
     NEED (more text may complete it) or a Mismatch saying it was ``cut_short`` or is ``not_json``."""
     start = skip_ws(text, i)
@@ -304,17 +353,18 @@ def _get(obj: Any, path: tuple[str, ...]) -> Any:
 def _unread_members(call: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
     """Members of a JSON call that none of the layout's paths reads (a misspelled arguments key, an
     extra field): their text is reported, not dropped."""
-    read = [path for path in (layout.name_path, layout.arguments_path, layout.id_path, layout.index_path)
-            if path] + [path for path, _ in layout.constants]
+    read = [path for path in (layout.name_path, layout.arguments_path, layout.id_path, layout.index_path) if path] + [
+        path for path, _ in layout.constants
+    ]
     found: list[tuple[str, str]] = []
     pending: list[tuple[tuple[str, ...], Any]] = [((), call)]
     while pending:
         prefix, node = pending.pop()
         for key, value in node.items():
             path = prefix + (key,)
-            if any(known[:len(path)] == path and len(known) > len(path) for known in read) and isinstance(value, dict):
+            if any(known[: len(path)] == path and len(known) > len(path) for known in read) and isinstance(value, dict):
                 pending.append((path, value))  # a branch on the way to a path the layout reads
-            elif not any(path[:len(known)] == known for known in read):
+            elif not any(path[: len(known)] == known for known in read):
                 found.append((".".join(path), json.dumps({key: value}, ensure_ascii=False)[1:-1]))
     return sorted(found)
 
@@ -328,9 +378,18 @@ def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape
     return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
 
 
-def _match_form(group: list[ArgumentShape], text: str, i: int, final: bool, properties: dict[str, Any],
-                escaping: str, following: tuple[str, ...], wrapper: tuple[str, str] = ("", ""),
-                quotes: tuple[str, str] = ("", ""), memo: Memo | None = None) -> tuple[int, str, Any] | _Need | Mismatch:
+def _match_form(
+    group: list[ArgumentShape],
+    text: str,
+    i: int,
+    final: bool,
+    properties: dict[str, Any],
+    escaping: str,
+    following: tuple[str, ...],
+    wrapper: tuple[str, str] = ("", ""),
+    quotes: tuple[str, str] = ("", ""),
+    memo: Memo | None = None,
+) -> tuple[int, str, Any] | _Need | Mismatch:
     """One argument written in one of the group's (shared) forms: (end, name, value)."""
     parts = group[0].parts
     key: str | None = None
@@ -389,7 +448,7 @@ def _match_form(group: list[ArgumentShape], text: str, i: int, final: bool, prop
                     ats = [a for a in ats if a != -1]
                     if not ats:
                         return NEED if not final else Mismatch("argument value is not closed")
-                    raw_value, value_syntax, i = text[j:min(ats)].rstrip(), "raw", min(ats)
+                    raw_value, value_syntax, i = text[j : min(ats)].rstrip(), "raw", min(ats)
                     continue
                 raw_value, value_syntax, i = text[j:end], "literal", end
     if key is None or raw_value is None:
@@ -402,7 +461,7 @@ def _match_form(group: list[ArgumentShape], text: str, i: int, final: bool, prop
     if value_syntax == "raw":
         opener, closer = wrapper
         if opener and raw_value.startswith(opener) and raw_value.endswith(closer):
-            raw_value = raw_value[len(opener):len(raw_value) - len(closer)]
+            raw_value = raw_value[len(opener) : len(raw_value) - len(closer)]
         if quotes[0] and raw_value.lstrip()[:1] in ("{", "[") and json_type in (None, "object", "array"):
             try:
                 return i, key, decode_notation(raw_value, *quotes)
@@ -426,7 +485,7 @@ def _match_form(group: list[ArgumentShape], text: str, i: int, final: bool, prop
 def _markers_after(parts: tuple, k: int) -> Markers:
     """The markers right after part ``k``, up to the next key or value."""
     found = []
-    for part in parts[k + 1:]:
+    for part in parts[k + 1 :]:
         if not isinstance(part, Marker):
             break
         found.append(part)
@@ -451,10 +510,10 @@ def _trim_written_whitespace(value: str, before: Markers, after: Markers) -> str
     """Remove exactly the whitespace the template writes around a raw value, and no more: a value's
     own trailing newline must survive."""
     written_before, written_after = _spelled(before), _spelled(after)
-    lead = written_before[len(written_before.rstrip()):]
-    trail = written_after[:len(written_after) - len(written_after.lstrip())]
+    lead = written_before[len(written_before.rstrip()) :]
+    trail = written_after[: len(written_after) - len(written_after.lstrip())]
     if lead and value.startswith(lead):
-        value = value[len(lead):]
+        value = value[len(lead) :]
     if trail and value.endswith(trail):
-        value = value[:len(value) - len(trail)]
+        value = value[: len(value) - len(trail)]
     return value

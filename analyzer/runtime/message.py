@@ -39,10 +39,15 @@ class Message:
     """The assistant message so far. Text arrives in pieces (one per delta), kept as lists and joined
     when read, so that folding a long stream in costs linear time."""
 
-    __slots__ = ("_content", "_reasoning", "tool_calls", "errors")
+    __slots__ = ("_content", "_reasoning", "errors", "tool_calls")
 
-    def __init__(self, content: str = "", reasoning_content: str = "", tool_calls: list[ToolCall] | None = None,
-                 errors: list[ParseError] | None = None) -> None:
+    def __init__(
+        self,
+        content: str = "",
+        reasoning_content: str = "",
+        tool_calls: list[ToolCall] | None = None,
+        errors: list[ParseError] | None = None,
+    ) -> None:
         self._content = [content] if content else []
         self._reasoning = [reasoning_content] if reasoning_content else []
         self.tool_calls: list[ToolCall] = tool_calls if tool_calls is not None else []
@@ -76,11 +81,17 @@ class Message:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Message) and (self.content, self.reasoning_content, self.tool_calls, self.errors) == (
-            other.content, other.reasoning_content, other.tool_calls, other.errors)
+            other.content,
+            other.reasoning_content,
+            other.tool_calls,
+            other.errors,
+        )
 
     def __repr__(self) -> str:
-        return (f"Message(content={self.content!r}, reasoning_content={self.reasoning_content!r}, "
-                f"tool_calls={self.tool_calls!r}, errors={self.errors!r})")
+        return (
+            f"Message(content={self.content!r}, reasoning_content={self.reasoning_content!r}, "
+            f"tool_calls={self.tool_calls!r}, errors={self.errors!r})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         content = self.content

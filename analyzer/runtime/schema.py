@@ -56,8 +56,17 @@ _SCHEMA_ANCHOR_NAME = re.compile(r"[A-Za-z_][-A-Za-z0-9._]*\Z")
 # Keywords whose value is one subschema, a list of subschemas, or a map of names to subschemas: the
 # places a walk over a schema's own subschemas goes (``items`` is either of the first two).
 _SCHEMA_ONE_SUBSCHEMA = (
-    "additionalProperties", "propertyNames", "contains", "not", "if", "then", "else", "items",
-    "additionalItems", "unevaluatedItems", "unevaluatedProperties",
+    "additionalProperties",
+    "propertyNames",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "items",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
 )
 _SCHEMA_SUBSCHEMA_LISTS = ("prefixItems", "allOf", "anyOf", "oneOf", "items")
 _SCHEMA_SUBSCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
@@ -96,7 +105,7 @@ def schema_problem(schema: object) -> str:
         return _schema_find_problem(schema)
     except RecursionError:
         return "the schema nests too deeply to be examined"
-    except Exception as exc:  # noqa: BLE001 - not expected: a problem is reported, never raised
+    except Exception as exc:
         return f"the schema could not be examined ({type(exc).__name__})"
 
 
@@ -121,7 +130,7 @@ def validate(schema: object, value: object) -> list[SchemaViolation]:
         return found
     except RecursionError:
         return [SchemaViolation((), "depth", "the value and its schema nest too deeply here to be checked")]
-    except Exception as exc:  # noqa: BLE001 - not expected: a violation is reported, never raised
+    except Exception as exc:
         return [SchemaViolation((), "error", f"the value could not be checked ({type(exc).__name__})")]
 
 
@@ -150,7 +159,7 @@ _SCHEMA_SHORT_REPR.maxlevel = 3
 def _schema_show(value: object) -> str:
     try:
         return _SCHEMA_SHORT_REPR.repr(value)
-    except Exception:  # noqa: BLE001 - a message must not fail on an odd value
+    except Exception:
         return f"<{type(value).__name__}>"
 
 
@@ -246,8 +255,13 @@ def _schema_resolve(root: object, reference: object, anchors: dict[str, object])
         token = token.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and token in node:
             node = node[token]
-        elif isinstance(node, list) and token.isascii() and token.isdigit() and len(token) < 19 \
-                and int(token) < len(node):
+        elif (
+            isinstance(node, list)
+            and token.isascii()
+            and token.isdigit()
+            and len(token) < 19
+            and int(token) < len(node)
+        ):
             node = node[int(token)]
         else:
             return _SCHEMA_NOWHERE
@@ -312,8 +326,10 @@ def _schema_find_problem(schema: object) -> str:
         position += 1
         where = _schema_where(tokens)
         if not reference.startswith("#"):
-            return (f"$ref {reference!r}{where} points outside the schema's own document, "
-                    "and such references are never followed")
+            return (
+                f"$ref {reference!r}{where} points outside the schema's own document, "
+                "and such references are never followed"
+            )
         target = _schema_resolve(schema, reference, anchors)
         if target is _SCHEMA_NOWHERE:
             return f"$ref {reference!r}{where} points to nothing in the schema"
@@ -351,9 +367,13 @@ def _schema_pointer_tokens(reference: str) -> tuple[object, ...]:
     return tuple(token.replace("~1", "/").replace("~0", "~") for token in fragment[1:].split("/"))
 
 
-def _schema_survey(root: object, start: object, tokens: tuple[object, ...],
-                   surveyed: dict[int, tuple[dict, tuple[object, ...]]],
-                   references: list[tuple[str, tuple[object, ...]]]) -> str:
+def _schema_survey(
+    root: object,
+    start: object,
+    tokens: tuple[object, ...],
+    surveyed: dict[int, tuple[dict, tuple[object, ...]]],
+    references: list[tuple[str, tuple[object, ...]]],
+) -> str:
     """Check the keywords of ``start`` and of every subschema inside it not surveyed yet; note each
     reference met for the caller to resolve."""
     pending: list[tuple[object, tuple[object, ...]]] = [(start, tokens)]
@@ -370,8 +390,10 @@ def _schema_survey(root: object, start: object, tokens: tuple[object, ...],
             if keyword in _SCHEMA_REFERENCES:
                 references.append((part, tokens))
         if "$id" in node and node is not root:
-            return (f"'$id'{_schema_where(tokens)} starts an embedded schema resource, which is not "
-                    "supported: references resolve against the whole document only")
+            return (
+                f"'$id'{_schema_where(tokens)} starts an embedded schema resource, which is not "
+                "supported: references resolve against the whole document only"
+            )
         pending.extend((child, tokens + step) for step, child in reversed(_schema_subschemas(node)))
     return ""
 
@@ -400,12 +422,14 @@ def _schema_loop(root: object, anchors: dict[str, object]) -> str:
             mark = state.get(id(target))
             if mark == 1:
                 # Name a reference on the loop: the one closing it, or one on the way.
-                on_loop = [entry[2] for entry in chain[[id(e[0]) for e in chain].index(id(target)) + 1:]]
+                on_loop = [entry[2] for entry in chain[[id(e[0]) for e in chain].index(id(target)) + 1 :]]
                 named = reference or next((ref for ref in on_loop if ref), "")
                 if not named:
                     return "the schema contains itself in place, so checking would never end"
-                return (f"$ref {named!r} leads back to a schema it is part of without going deeper "
-                        "into the value, so checking would never end")
+                return (
+                    f"$ref {named!r} leads back to a schema it is part of without going deeper "
+                    "into the value, so checking would never end"
+                )
             if mark is None:
                 state[id(target)] = 1
                 chain.append((target, iter(_schema_in_place(target, root, anchors)), reference))
@@ -425,8 +449,11 @@ def _schema_applied(root: object, anchors: dict[str, object]) -> list[dict]:
         seen.add(id(node))
         found.append(node)
         pending.extend(child for step, child in _schema_subschemas(node) if step[0] not in ("$defs", "definitions"))
-        pending.extend(_schema_resolve(root, node[keyword], anchors) for keyword in _SCHEMA_REFERENCES
-                       if isinstance(node.get(keyword), str))
+        pending.extend(
+            _schema_resolve(root, node[keyword], anchors)
+            for keyword in _SCHEMA_REFERENCES
+            if isinstance(node.get(keyword), str)
+        )
     return found
 
 
@@ -437,7 +464,7 @@ def _schema_in_place(node: dict, root: object, anchors: dict[str, object]) -> li
     for keyword, part in node.items():
         if keyword in ("allOf", "anyOf", "oneOf") and isinstance(part, list):
             found.extend(("", item) for item in part)
-        elif keyword in ("not", "if") or keyword in ("then", "else") and "if" in node:
+        elif keyword in ("not", "if") or (keyword in ("then", "else") and "if" in node):
             found.append(("", part))
         elif keyword == "dependentSchemas" and isinstance(part, dict):
             found.extend(("", item) for item in part.values())
@@ -507,7 +534,7 @@ def _schema_need_regex(part: object) -> str:
         re.compile(part)
     except re.error as exc:
         return f"must be a regular expression that compiles ({exc})"
-    except Exception as exc:  # noqa: BLE001 - e.g. RecursionError or OverflowError on hostile patterns
+    except Exception as exc:
         return f"must be a regular expression that compiles ({type(exc).__name__})"
     return ""
 
@@ -530,8 +557,12 @@ def _schema_need_name_lists(part: object) -> str:
 
 def _schema_need_type(part: object) -> str:
     names = [part] if isinstance(part, str) else part
-    if isinstance(names, list) and names and len(set(map(repr, names))) == len(names) \
-            and all(isinstance(name, str) and name in _SCHEMA_TYPE_NAMES for name in names):
+    if (
+        isinstance(names, list)
+        and names
+        and len(set(map(repr, names))) == len(names)
+        and all(isinstance(name, str) and name in _SCHEMA_TYPE_NAMES for name in names)
+    ):
         return ""
     return f"must be one of {', '.join(map(repr, _SCHEMA_TYPE_NAMES))}, or an array of distinct ones"
 
@@ -633,7 +664,7 @@ class _SchemaRun:
         if pattern not in self._regexes:
             try:
                 self._regexes[pattern] = re.compile(pattern)
-            except Exception:  # noqa: BLE001 - a bad pattern is a bad schema part: skipped
+            except Exception:
                 self._regexes[pattern] = None
         return self._regexes[pattern]
 
@@ -667,14 +698,20 @@ def _schema_value_too_big(value: object) -> SchemaViolation | None:
         else:
             continue
         if len(path) >= _SCHEMA_MAX_VALUE_DEPTH:
-            return SchemaViolation(path, "depth", f"the value is nested more than {_SCHEMA_MAX_VALUE_DEPTH} "
-                                                  "levels deep here, deeper than values are checked")
+            return SchemaViolation(
+                path,
+                "depth",
+                f"the value is nested more than {_SCHEMA_MAX_VALUE_DEPTH} "
+                "levels deep here, deeper than values are checked",
+            )
         parts += len(node)
         if parts > _SCHEMA_MAX_PARTS:
-            return SchemaViolation((), "size", f"the value has more than {_SCHEMA_MAX_PARTS:,} parts, "
-                                               "more than values are checked for")
-        pending.extend((member, path + (_schema_step(name),)) for name, member in members
-                       if isinstance(member, (dict, list)))
+            return SchemaViolation(
+                (), "size", f"the value has more than {_SCHEMA_MAX_PARTS:,} parts, more than values are checked for"
+            )
+        pending.extend(
+            (member, path + (_schema_step(name),)) for name, member in members if isinstance(member, (dict, list))
+        )
     return None
 
 
@@ -682,20 +719,32 @@ def _schema_stop(run: _SchemaRun, found: list[SchemaViolation], quick: bool) -> 
     return run.fatal is not None or (quick and bool(found))
 
 
-def _schema_apply(run: _SchemaRun, schema: object, value: object, path: tuple[str | int, ...], nesting: int,
-                  found: list[SchemaViolation], quick: bool) -> None:
+def _schema_apply(
+    run: _SchemaRun,
+    schema: object,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     """Append to ``found`` the ways ``value`` (at ``path``) breaks ``schema``. ``quick`` says that the
     caller only asks whether there is one (anyOf, not, if, contains), so checking stops at the first."""
     if run.fatal is not None:
         return
     run.steps += 1
     if run.steps > _SCHEMA_MAX_STEPS:
-        run.fatal = SchemaViolation(path, "size", f"checking the value takes more than {_SCHEMA_MAX_STEPS:,} "
-                                                  "steps, more than are allowed")
+        run.fatal = SchemaViolation(
+            path, "size", f"checking the value takes more than {_SCHEMA_MAX_STEPS:,} steps, more than are allowed"
+        )
         return
     if nesting > _SCHEMA_MAX_NESTING:
-        run.fatal = SchemaViolation(path, "depth", f"more than {_SCHEMA_MAX_NESTING} subschemas apply inside "
-                                                   "one another here (a $ref loop?), more than are followed")
+        run.fatal = SchemaViolation(
+            path,
+            "depth",
+            f"more than {_SCHEMA_MAX_NESTING} subschemas apply inside "
+            "one another here (a $ref loop?), more than are followed",
+        )
         return
     if schema is True:
         return
@@ -740,8 +789,11 @@ def _schema_check_enum(run, schema, expected, value, path, nesting, found, quick
 
 def _schema_check_const(run, schema, expected, value, path, nesting, found, quick) -> None:
     if _schema_key(value) != run.key(expected):
-        found.append(SchemaViolation(path, "const", f"{_schema_show(value)} is not {_schema_show(expected)}, "
-                                                    "the only value allowed"))
+        found.append(
+            SchemaViolation(
+                path, "const", f"{_schema_show(value)} is not {_schema_show(expected)}, the only value allowed"
+            )
+        )
 
 
 def _schema_check_required(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -786,11 +838,16 @@ def _schema_check_additional_properties(run, schema, expected, value, path, nest
     patterns = schema.get("patternProperties")
     regexes = [run.regex(pattern) for pattern in patterns] if isinstance(patterns, dict) else []
     for name, member in value.items():
-        if name in named or isinstance(name, str) and any(regex and regex.search(name) for regex in regexes):
+        if name in named or (isinstance(name, str) and any(regex and regex.search(name) for regex in regexes)):
             continue
         if expected is False:
-            found.append(SchemaViolation(path + (_schema_step(name),), "additionalProperties",
-                                         f"additional property {_schema_show(name)} is not allowed"))
+            found.append(
+                SchemaViolation(
+                    path + (_schema_step(name),),
+                    "additionalProperties",
+                    f"additional property {_schema_show(name)} is not allowed",
+                )
+            )
         else:
             _schema_apply(run, expected, member, path + (_schema_step(name),), nesting + 1, found, quick)
         if _schema_stop(run, found, quick):
@@ -805,15 +862,18 @@ def _schema_check_property_names(run, schema, expected, value, path, nesting, fo
                 return
 
 
-def _schema_size_limit(value, container: type, expected, path, found, keyword: str, units: tuple[str, str], *,
-                       least: bool) -> None:
+def _schema_size_limit(
+    value, container: type, expected, path, found, keyword: str, units: tuple[str, str], *, least: bool
+) -> None:
     """minProperties, maxProperties, minItems, maxItems: how many members or items ``value`` has."""
     if not isinstance(value, container) or not _schema_is_number(expected):
         return
     if len(value) < expected if least else len(value) > expected:
         has = _schema_count(len(value), *units)
         bound = "fewer than the minimum" if least else "more than the maximum"
-        found.append(SchemaViolation(path, keyword, f"{_schema_show(value)} has {has}, {bound} of {_schema_show(expected)}"))
+        found.append(
+            SchemaViolation(path, keyword, f"{_schema_show(value)} has {has}, {bound} of {_schema_show(expected)}")
+        )
 
 
 def _schema_check_min_properties(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -832,12 +892,22 @@ def _schema_check_items(run, schema, expected, value, path, nesting, found, quic
             _schema_apply(run, subschema, item, path + (index,), nesting + 1, found, quick)
             if _schema_stop(run, found, quick):
                 return
-        _schema_rest(run, "additionalItems", schema.get("additionalItems", True), value, len(expected), path,
-                     nesting, found, quick)
+        _schema_rest(
+            run,
+            "additionalItems",
+            schema.get("additionalItems", True),
+            value,
+            len(expected),
+            path,
+            nesting,
+            found,
+            quick,
+        )
         return
     prefix = schema.get("prefixItems")
-    _schema_rest(run, "items", expected, value, len(prefix) if isinstance(prefix, list) else 0, path, nesting,
-                 found, quick)
+    _schema_rest(
+        run, "items", expected, value, len(prefix) if isinstance(prefix, list) else 0, path, nesting, found, quick
+    )
 
 
 def _schema_rest(run, keyword, subschema, value, start, path, nesting, found, quick) -> None:
@@ -882,14 +952,25 @@ def _schema_check_contains(run, schema, expected, value, path, nesting, found, q
     if matching < least:
         if matching or least_given:
             has = _schema_count(matching, "item", "items")
-            found.append(SchemaViolation(path, "minContains" if least_given else "contains",
-                                         f"{_schema_show(value)} has {has} matching 'contains', fewer than the "
-                                         f"minimum of {_schema_show(least)}"))
+            found.append(
+                SchemaViolation(
+                    path,
+                    "minContains" if least_given else "contains",
+                    f"{_schema_show(value)} has {has} matching 'contains', fewer than the "
+                    f"minimum of {_schema_show(least)}",
+                )
+            )
         else:
             found.append(SchemaViolation(path, "contains", f"{_schema_show(value)} has no item matching 'contains'"))
     elif most is not None and matching > most:
-        found.append(SchemaViolation(path, "maxContains", f"{_schema_show(value)} has more than "
-                                     f"{_schema_count(most, 'item', 'items')} matching 'contains', the maximum"))
+        found.append(
+            SchemaViolation(
+                path,
+                "maxContains",
+                f"{_schema_show(value)} has more than "
+                f"{_schema_count(most, 'item', 'items')} matching 'contains', the maximum",
+            )
+        )
 
 
 def _schema_check_min_items(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -907,30 +988,50 @@ def _schema_check_unique_items(run, schema, expected, value, path, nesting, foun
     for item in value:
         key = _schema_key(item)
         if key in seen:
-            found.append(SchemaViolation(path, "uniqueItems", f"{_schema_show(value)} has repeated items "
-                                                              f"({_schema_show(item)} appears more than once)"))
+            found.append(
+                SchemaViolation(
+                    path,
+                    "uniqueItems",
+                    f"{_schema_show(value)} has repeated items ({_schema_show(item)} appears more than once)",
+                )
+            )
             return
         seen.add(key)
 
 
 def _schema_check_min_length(run, schema, expected, value, path, nesting, found, quick) -> None:
     if isinstance(value, str) and _schema_is_number(expected) and len(value) < expected:
-        found.append(SchemaViolation(path, "minLength", f"{_schema_show(value)} is shorter than the minimum length "
-                                                        f"of {_schema_count(expected, 'character', 'characters')}"))
+        found.append(
+            SchemaViolation(
+                path,
+                "minLength",
+                f"{_schema_show(value)} is shorter than the minimum length "
+                f"of {_schema_count(expected, 'character', 'characters')}",
+            )
+        )
 
 
 def _schema_check_max_length(run, schema, expected, value, path, nesting, found, quick) -> None:
     if isinstance(value, str) and _schema_is_number(expected) and len(value) > expected:
-        found.append(SchemaViolation(path, "maxLength", f"{_schema_show(value)} is longer than the maximum length "
-                                                        f"of {_schema_count(expected, 'character', 'characters')}"))
+        found.append(
+            SchemaViolation(
+                path,
+                "maxLength",
+                f"{_schema_show(value)} is longer than the maximum length "
+                f"of {_schema_count(expected, 'character', 'characters')}",
+            )
+        )
 
 
 def _schema_check_pattern(run, schema, expected, value, path, nesting, found, quick) -> None:
     if isinstance(value, str):
         regex = run.regex(expected)
         if regex is not None and not regex.search(value):
-            found.append(SchemaViolation(path, "pattern", f"{_schema_show(value)} does not match the pattern "
-                                                          f"{_schema_show(expected)}"))
+            found.append(
+                SchemaViolation(
+                    path, "pattern", f"{_schema_show(value)} does not match the pattern {_schema_show(expected)}"
+                )
+            )
 
 
 def _schema_check_minimum(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -938,11 +1039,20 @@ def _schema_check_minimum(run, schema, expected, value, path, nesting, found, qu
         return
     if schema.get("exclusiveMinimum") is True:  # draft 4: the minimum itself is excluded
         if value <= expected:
-            found.append(SchemaViolation(path, "minimum", f"{_schema_show(value)} is less than or equal to the "
-                                                          f"minimum of {_schema_show(expected)}, which is excluded"))
+            found.append(
+                SchemaViolation(
+                    path,
+                    "minimum",
+                    f"{_schema_show(value)} is less than or equal to the "
+                    f"minimum of {_schema_show(expected)}, which is excluded",
+                )
+            )
     elif value < expected:
-        found.append(SchemaViolation(path, "minimum", f"{_schema_show(value)} is less than the minimum of "
-                                                      f"{_schema_show(expected)}"))
+        found.append(
+            SchemaViolation(
+                path, "minimum", f"{_schema_show(value)} is less than the minimum of {_schema_show(expected)}"
+            )
+        )
 
 
 def _schema_check_maximum(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -950,30 +1060,54 @@ def _schema_check_maximum(run, schema, expected, value, path, nesting, found, qu
         return
     if schema.get("exclusiveMaximum") is True:  # draft 4: the maximum itself is excluded
         if value >= expected:
-            found.append(SchemaViolation(path, "maximum", f"{_schema_show(value)} is greater than or equal to the "
-                                                          f"maximum of {_schema_show(expected)}, which is excluded"))
+            found.append(
+                SchemaViolation(
+                    path,
+                    "maximum",
+                    f"{_schema_show(value)} is greater than or equal to the "
+                    f"maximum of {_schema_show(expected)}, which is excluded",
+                )
+            )
     elif value > expected:
-        found.append(SchemaViolation(path, "maximum", f"{_schema_show(value)} is greater than the maximum of "
-                                                      f"{_schema_show(expected)}"))
+        found.append(
+            SchemaViolation(
+                path, "maximum", f"{_schema_show(value)} is greater than the maximum of {_schema_show(expected)}"
+            )
+        )
 
 
 def _schema_check_exclusive_minimum(run, schema, expected, value, path, nesting, found, quick) -> None:
     if _schema_is_number(value) and _schema_is_number(expected) and value <= expected:
-        found.append(SchemaViolation(path, "exclusiveMinimum", f"{_schema_show(value)} is not greater than the "
-                                                               f"exclusive minimum of {_schema_show(expected)}"))
+        found.append(
+            SchemaViolation(
+                path,
+                "exclusiveMinimum",
+                f"{_schema_show(value)} is not greater than the exclusive minimum of {_schema_show(expected)}",
+            )
+        )
 
 
 def _schema_check_exclusive_maximum(run, schema, expected, value, path, nesting, found, quick) -> None:
     if _schema_is_number(value) and _schema_is_number(expected) and value >= expected:
-        found.append(SchemaViolation(path, "exclusiveMaximum", f"{_schema_show(value)} is not less than the "
-                                                               f"exclusive maximum of {_schema_show(expected)}"))
+        found.append(
+            SchemaViolation(
+                path,
+                "exclusiveMaximum",
+                f"{_schema_show(value)} is not less than the exclusive maximum of {_schema_show(expected)}",
+            )
+        )
 
 
 def _schema_check_multiple_of(run, schema, expected, value, path, nesting, found, quick) -> None:
-    if _schema_is_number(value) and _schema_is_number(expected) and expected > 0 \
-            and not _schema_is_multiple(value, expected):
-        found.append(SchemaViolation(path, "multipleOf", f"{_schema_show(value)} is not a multiple of "
-                                                         f"{_schema_show(expected)}"))
+    if (
+        _schema_is_number(value)
+        and _schema_is_number(expected)
+        and expected > 0
+        and not _schema_is_multiple(value, expected)
+    ):
+        found.append(
+            SchemaViolation(path, "multipleOf", f"{_schema_show(value)} is not a multiple of {_schema_show(expected)}")
+        )
 
 
 def _schema_is_multiple(value: float, step: float) -> bool:
@@ -1004,8 +1138,9 @@ def _schema_check_any_of(run, schema, expected, value, path, nesting, found, qui
         return
     if any(_schema_valid(run, subschema, value, path, nesting) for subschema in expected) or run.fatal is not None:
         return
-    found.append(SchemaViolation(path, "anyOf", f"{_schema_show(value)} is not valid under any of the schemas "
-                                                "in 'anyOf'"))
+    found.append(
+        SchemaViolation(path, "anyOf", f"{_schema_show(value)} is not valid under any of the schemas in 'anyOf'")
+    )
 
 
 def _schema_check_one_of(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -1019,11 +1154,15 @@ def _schema_check_one_of(run, schema, expected, value, path, nesting, found, qui
     if run.fatal is not None:
         return
     if matching == 0:
-        found.append(SchemaViolation(path, "oneOf", f"{_schema_show(value)} is not valid under any of the schemas "
-                                                    "in 'oneOf'"))
+        found.append(
+            SchemaViolation(path, "oneOf", f"{_schema_show(value)} is not valid under any of the schemas in 'oneOf'")
+        )
     elif matching > 1:
-        found.append(SchemaViolation(path, "oneOf", f"{_schema_show(value)} is valid under more than one of the "
-                                                    "schemas in 'oneOf'"))
+        found.append(
+            SchemaViolation(
+                path, "oneOf", f"{_schema_show(value)} is valid under more than one of the schemas in 'oneOf'"
+            )
+        )
 
 
 def _schema_check_all_of(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -1036,8 +1175,11 @@ def _schema_check_all_of(run, schema, expected, value, path, nesting, found, qui
 
 def _schema_check_not(run, schema, expected, value, path, nesting, found, quick) -> None:
     if _schema_valid(run, expected, value, path, nesting) and run.fatal is None:
-        found.append(SchemaViolation(path, "not", f"{_schema_show(value)} is valid under the schema in 'not', "
-                                                  "which it must not be"))
+        found.append(
+            SchemaViolation(
+                path, "not", f"{_schema_show(value)} is valid under the schema in 'not', which it must not be"
+            )
+        )
 
 
 def _schema_check_if(run, schema, expected, value, path, nesting, found, quick) -> None:
@@ -1053,8 +1195,13 @@ def _schema_check_dependent_required(run, schema, expected, value, path, nesting
         if name in value and isinstance(needed, list):
             for other in needed:
                 if isinstance(other, str) and other not in value:
-                    found.append(SchemaViolation(path, "dependentRequired", f"property {other!r} is required "
-                                                                            f"when {_schema_show(name)} is present"))
+                    found.append(
+                        SchemaViolation(
+                            path,
+                            "dependentRequired",
+                            f"property {other!r} is required when {_schema_show(name)} is present",
+                        )
+                    )
                     if quick:
                         return
 

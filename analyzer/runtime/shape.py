@@ -64,13 +64,25 @@ class IdForm:
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-ID_FORMS: dict[str, IdForm] = {form.name: form for form in (
-    # What OpenAI clients send: call_ and letters; a template that takes these takes any token.
-    IdForm("openai", " \t\n\r<>[]\"'", True, 1, 0, "call_", 24, ("call_Qz7Wk3Jx1abc", "call_Jm4Tp8Rb2xyz"),
-           "OpenAI-style ids (call_...)"),
-    # Mistral's templates insist on exactly nine letters and digits.
-    IdForm("alnum9", _ALNUM, False, 9, 9, "", 9, ("Qz7Wk3Jx1", "Jm4Tp8Rb2"), "9-character alphanumeric ids"),
-)}
+ID_FORMS: dict[str, IdForm] = {
+    form.name: form
+    for form in (
+        # What OpenAI clients send: call_ and letters; a template that takes these takes any token.
+        IdForm(
+            "openai",
+            " \t\n\r<>[]\"'",
+            True,
+            1,
+            0,
+            "call_",
+            24,
+            ("call_Qz7Wk3Jx1abc", "call_Jm4Tp8Rb2xyz"),
+            "OpenAI-style ids (call_...)",
+        ),
+        # Mistral's templates insist on exactly nine letters and digits.
+        IdForm("alnum9", _ALNUM, False, 9, 9, "", 9, ("Qz7Wk3Jx1", "Jm4Tp8Rb2"), "9-character alphanumeric ids"),
+    )
+}
 
 
 def id_pattern(form: IdForm) -> str:
@@ -294,9 +306,27 @@ class OutputShape:
 
 # --------------------------------------------------------------------------- serialisation
 
-_SHAPE_KINDS: dict[str, type] = {cls.kind: cls for cls in (  # type: ignore[attr-defined]
-    Marker, IdForm, Name, CallId, Index, JsonArgs, ArgKey, ArgValue, ArgumentShape, KeyValueArgs, JsonCall,
-    JsonCallObject, Trigger, CallsShape, ReasoningShape, OutputShape)}
+_SHAPE_KINDS: dict[str, type] = {
+    cls.kind: cls
+    for cls in (  # type: ignore[attr-defined]
+        Marker,
+        IdForm,
+        Name,
+        CallId,
+        Index,
+        JsonArgs,
+        ArgKey,
+        ArgValue,
+        ArgumentShape,
+        KeyValueArgs,
+        JsonCall,
+        JsonCallObject,
+        Trigger,
+        CallsShape,
+        ReasoningShape,
+        OutputShape,
+    )
+}
 
 
 def shape_to_dict(shape: OutputShape) -> dict[str, Any]:

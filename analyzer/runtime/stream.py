@@ -18,9 +18,9 @@ from typing import Any
 
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, match_literal, skip_ws
-from .values import INCOMPLETE, INVALID, finite, json_text, readable, value_end
 from .message import Delta, Message, ParseError, apply
 from .shape import Markers, Name, OutputShape
+from .values import INCOMPLETE, INVALID, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
 _FENCE = "```"
@@ -33,8 +33,15 @@ class Stream:
     """One parse in progress: feed model output with ``feed``, call ``finish`` at the end; both return
     deltas, and ``message`` is the message so far."""
 
-    def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | ToolSchemas | None = None, *,
-                 thinking: bool | None = None, validate: bool = True, plan: _Plan | None = None):
+    def __init__(
+        self,
+        shape: OutputShape,
+        tools: list[dict[str, Any]] | ToolSchemas | None = None,
+        *,
+        thinking: bool | None = None,
+        validate: bool = True,
+        plan: _Plan | None = None,
+    ):
         self.shape = shape
         self.tools = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
         self.validate = validate and bool(self.tools)
@@ -60,10 +67,17 @@ class Stream:
         schemas = self.tools.schemas
         self._memo: dict = {}  # how far values in the buffer were scanned; cleared when it is consumed
         self._matcher = CallMatcher(calls.call, schemas, calls.followers, self._memo) if calls else None
-        self._alt_matcher = (CallMatcher(calls.no_arguments, schemas, calls.followers, self._memo)
-                             if calls and calls.no_arguments else None)
+        self._alt_matcher = (
+            CallMatcher(calls.no_arguments, schemas, calls.followers, self._memo)
+            if calls and calls.no_arguments
+            else None
+        )
         plan = plan or _Plan(shape)
-        self._call_ender, self._call_ender_last, self._call_opener = plan.call_ender, plan.call_ender_last, plan.call_opener
+        self._call_ender, self._call_ender_last, self._call_opener = (
+            plan.call_ender,
+            plan.call_ender_last,
+            plan.call_opener,
+        )
         self._json_opener, self._answer_opener, self._fences = plan.json_opener, plan.answer_opener, plan.fences
         self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
         self._reasoning_watch, self._reasoning_longest = plan.reasoning_watch, plan.reasoning_longest
@@ -100,9 +114,13 @@ class Stream:
         clean = readable(chunk)
         for at, (old, new) in enumerate(zip(chunk, clean)):
             if old != new:
-                self._surrogates.append(ParseError(
-                    "invalid_utf8", f"output character {self._fed + at} is a lone surrogate: replaced by U+FFFD",
-                    "\ufffd"))
+                self._surrogates.append(
+                    ParseError(
+                        "invalid_utf8",
+                        f"output character {self._fed + at} is a lone surrogate: replaced by U+FFFD",
+                        "\ufffd",
+                    )
+                )
         return clean
 
     def report(self, error: ParseError) -> list[Delta]:
@@ -126,7 +144,7 @@ class Stream:
                 return
             self._content_started = True
         body = text.rstrip()
-        tail = text[len(body):]
+        tail = text[len(body) :]
         if body:
             self._emit(deltas, Delta(content=self._held_ws + body))
             self._held_ws = tail
@@ -232,7 +250,7 @@ class Stream:
             return
         if at == -1:
             keep = 0 if final else _partial_suffix(self._buf, self._reasoning_watch)
-            text = self._buf[:len(self._buf) - keep]
+            text = self._buf[: len(self._buf) - keep]
             if text:
                 self._emit_reasoning(deltas, text, closing=final)
                 self._consume(len(text))
@@ -292,7 +310,7 @@ class Stream:
     def _emit_reasoning(self, deltas: list[Delta], text: str, *, closing: bool = False) -> None:
         """Reasoning with trailing whitespace held back: the whitespace before a close marker is the marker's."""
         body = text.rstrip()
-        tail = text[len(body):]
+        tail = text[len(body) :]
         if body:
             held = self._held_reasoning_ws
             if not self.message.has_reasoning:
@@ -339,8 +357,13 @@ class Stream:
             self._consume(answer_at)
             self._open_answer()
             return
-        if (not final and json_at is not None and found == (json_at, "") and self._answer_opener is not None
-                and _may_open_member(buf[json_at:], self.shape.answer_key)):
+        if (
+            not final
+            and json_at is not None
+            and found == (json_at, "")
+            and self._answer_opener is not None
+            and _may_open_member(buf[json_at:], self.shape.answer_key)
+        ):
             # An object that opens like a call may still turn out to be the answer: wait and see.
             self._emit_content(deltas, buf[:json_at])
             self._consume(json_at)
@@ -350,7 +373,7 @@ class Stream:
             json_pending = not final and self._json_trigger_pending(buf)
             if json_pending:
                 keep = max(keep, len(buf) - buf.rfind("{"))
-            text = buf[:len(buf) - keep]
+            text = buf[: len(buf) - keep]
             if final:
                 self._finish_content(deltas, text)
                 self._consume(len(buf))
@@ -378,8 +401,15 @@ class Stream:
         cut = _partial_suffix(text, self._call_words) if self._call_words else 0
         if cut >= 2:
             self._emit_content(deltas, text[:-cut], closing=True)
-            self._error(deltas, ParseError("unterminated_call", "the output ends inside a call's opening marker",
-                                           text[-cut:], len(self.message.tool_calls)))
+            self._error(
+                deltas,
+                ParseError(
+                    "unterminated_call",
+                    "the output ends inside a call's opening marker",
+                    text[-cut:],
+                    len(self.message.tool_calls),
+                ),
+            )
             return
         self._emit_content(deltas, text, closing=True)
 
@@ -413,7 +443,7 @@ class Stream:
                 self._consume(step)
                 self._state = _SECTION
                 return
-        if word in shape.stops and not buf[len(word):].strip():
+        if word in shape.stops and not buf[len(word) :].strip():
             # A turn's stop string that also opens a call (a call written as a new message): with
             # nothing after it, it ends the turn.
             if final:
@@ -453,7 +483,7 @@ class Stream:
         at = buf.rfind("{")
         if at == -1 or len(buf) - at > _PENDING_OPENER:
             return False
-        if self._json_opener is not None and '"' not in buf[at + 1:].strip()[1:]:
+        if self._json_opener is not None and '"' not in buf[at + 1 :].strip()[1:]:
             return True
         return self._answer_opener is not None and _may_open_member(buf[at:], self.shape.answer_key)
 
@@ -474,8 +504,13 @@ class Stream:
             return False if final else NEED
         opens_call = self._json_opener is not None and self._json_opener.match(buf, end) is not None
         opens_answer = self._answer_opener is not None and self._answer_opener.match(buf, end) is not None
-        if opens_call and not opens_answer and not final and self._answer_opener is not None \
-                and _may_open_member(buf[end:], self.shape.answer_key):
+        if (
+            opens_call
+            and not opens_answer
+            and not final
+            and self._answer_opener is not None
+            and _may_open_member(buf[end:], self.shape.answer_key)
+        ):
             return NEED  # an object that opens like a call may still turn out to be the answer
         if opens_call or opens_answer:
             self._consume(end)
@@ -527,12 +562,13 @@ class Stream:
             closed, safe = _string_body(buf, self._answer_at)
             end = closed if closed >= 0 else (len(buf) if final else safe)
             if end > self._answer_at:
-                self._emit_content(deltas, _json_string_text(buf[self._answer_at:end]))
+                self._emit_content(deltas, _json_string_text(buf[self._answer_at : end]))
                 self._answer_at = end
             if closed < 0:
                 if final:
-                    self._error(deltas, ParseError("unterminated_call", "the output ends inside the answer object",
-                                                   buf))
+                    self._error(
+                        deltas, ParseError("unterminated_call", "the output ends inside the answer object", buf)
+                    )
                     self._leave_answer(len(buf))
                 return
             self._answer_closed = closed
@@ -545,12 +581,20 @@ class Stream:
         end = value_end(buf, 0)
         if end < 0:
             if final or end == INVALID:
-                self._error(deltas, ParseError("unterminated_call" if end == INCOMPLETE else "malformed_call",
-                                               "the answer object is not closed", buf))
+                self._error(
+                    deltas,
+                    ParseError(
+                        "unterminated_call" if end == INCOMPLETE else "malformed_call",
+                        "the answer object is not closed",
+                        buf,
+                    ),
+                )
                 self._leave_answer(len(buf))
             return
-        self._error(deltas, ParseError("malformed_call", f"the answer object holds more than {self.shape.answer_key!r}",
-                                       buf[:end]))
+        self._error(
+            deltas,
+            ParseError("malformed_call", f"the answer object holds more than {self.shape.answer_key!r}", buf[:end]),
+        )
         self._leave_answer(end)
 
     def _leave_answer(self, end: int) -> None:
@@ -589,8 +633,12 @@ class Stream:
                 outcome = alternative
         if outcome is NEED:
             if final:
-                self._error(deltas, ParseError("unterminated_call", "the output ends inside a tool call",
-                                               self._buf[self._call_start:]))
+                self._error(
+                    deltas,
+                    ParseError(
+                        "unterminated_call", "the output ends inside a tool call", self._buf[self._call_start :]
+                    ),
+                )
                 self._consume(len(self._buf))
                 self._state = _CONTENT
             return
@@ -611,8 +659,11 @@ class Stream:
             found = self._buf.find(text, max(self._call_start, self._scan_from))
             self._scan_from = max(self._call_start, len(self._buf) - len(text))
             return found != -1
-        return self._buf.rstrip().endswith(("}", "]", ")", '"')) or len(self._buf) - self._call_start > 0 and \
-            self._buf[-1:] in "}])\"\n"
+        return (
+            self._buf.rstrip().endswith(("}", "]", ")", '"'))
+            or (len(self._buf) - self._call_start > 0
+            and self._buf[-1:] in '}])"\n')
+        )
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
         if self._close_fence(final) is NEED:
@@ -665,7 +716,7 @@ class Stream:
         first = self._calls.call[0] if self._calls.call else None
         if isinstance(first, Name):
             names = self.tools.names()
-            rest = buf[j:j + 64]
+            rest = buf[j : j + 64]
             if any(rest.startswith(name) for name in names):
                 return True
             if not final and any(name.startswith(rest) for name in names) and len(rest) < 64:
@@ -677,7 +728,7 @@ class Stream:
             return NEED if not final else False
         if buf[j] != "{":
             return False
-        head = buf[j:j + 40]
+        head = buf[j : j + 40]
         if re.match(r'\{\s*"', head):
             return True
         return NEED if not final and len(head.strip()) < 3 else False
@@ -687,19 +738,35 @@ class Stream:
     def _emit_call(self, deltas: list[Delta], match: CallMatch) -> None:
         index = len(self.message.tool_calls)
         name = readable(match.name)
-        call_id = readable(match.call_id) if match.call_id else \
-            generated_id(self.shape.id_form, index, name, self._buf[:match.end])
+        call_id = (
+            readable(match.call_id)
+            if match.call_id
+            else generated_id(self.shape.id_form, index, name, self._buf[: match.end])
+        )
         arguments, numbers = finite(match.arguments if match.arguments is not None else {})
         text = match.arguments_text or json_text(arguments)
         self._emit(deltas, Delta(call_index=index, call_id=call_id, call_name=name))
         self._emit(deltas, Delta(call_index=index, arguments=text))
         for path, number in numbers:
             where = "/".join(str(step) for step in path)
-            self._error(deltas, ParseError("invalid_arguments", f"call {index} to {name}: {where}: {number} is no JSON "
-                                                                "number; kept as a string", call_index=index))
+            self._error(
+                deltas,
+                ParseError(
+                    "invalid_arguments",
+                    f"call {index} to {name}: {where}: {number} is no JSON number; kept as a string",
+                    call_index=index,
+                ),
+            )
         for key, member in match.unread:
-            self._error(deltas, ParseError("unknown_call_field", f"call {index} to {name}: {key!r} is no field of a "
-                                                                 "call in this format", member, index))
+            self._error(
+                deltas,
+                ParseError(
+                    "unknown_call_field",
+                    f"call {index} to {name}: {key!r} is no field of a call in this format",
+                    member,
+                    index,
+                ),
+            )
         if self.validate:
             for problem in self.tools.check(name, arguments, index, self._schemas_reported):
                 self._error(deltas, problem)
@@ -745,8 +812,9 @@ class _Plan:
         # Calls that open with bare JSON have no marker to watch for, only this pattern.
         self.json_opener = re.compile(calls.trigger.pattern) if calls is not None and calls.trigger.pattern else None
         # An answer written as a JSON object ({"answer": "..."}): its text streams as content.
-        self.answer_opener = (re.compile(r'\{\s*"' + re.escape(shape.answer_key) + r'"\s*:\s*"')
-                              if shape.answer_key else None)
+        self.answer_opener = (
+            re.compile(r'\{\s*"' + re.escape(shape.answer_key) + r'"\s*:\s*"') if shape.answer_key else None
+        )
         # Bare JSON may come in a code fence, which is dropped around it.
         self.fences = self.json_opener is not None or self.answer_opener is not None
         self.watch = self._content_markers(shape)
@@ -758,9 +826,17 @@ class _Plan:
                 self.reasoning_watch.append(calls.trigger.word)
         self.reasoning_longest = max((len(word) for word in self.reasoning_watch), default=1)
         # The words a call opens with, which an output cut short may end inside.
-        self.call_words = [word for word in dict.fromkeys(
-            (calls.trigger.word, self.call_opener, *(m.text for m in calls.section_open[:1]))) if word] \
-            if calls else []
+        self.call_words = (
+            [
+                word
+                for word in dict.fromkeys(
+                    (calls.trigger.word, self.call_opener, *(m.text for m in calls.section_open[:1]))
+                )
+                if word
+            ]
+            if calls
+            else []
+        )
 
     def _content_markers(self, shape: OutputShape) -> list[str]:
         """What content is watched for: markers that open reasoning, calls, content wrappers, stops."""
@@ -793,7 +869,7 @@ def _may_open_member(tail: str, key: str) -> bool:
         return quoted.startswith(rest)
     if not rest.startswith(quoted):
         return False
-    rest = rest[len(quoted):].lstrip()
+    rest = rest[len(quoted) :].lstrip()
     return not rest or (rest[0] == ":" and not rest[1:].strip())
 
 
@@ -811,7 +887,7 @@ def _string_body(text: str, start: int) -> tuple[int, int]:
             if text[i + 1] == "u":
                 if i + 6 > len(text):
                     break
-                high = 0xD800 <= _hex_value(text[i + 2:i + 6]) <= 0xDBFF
+                high = 0xD800 <= _hex_value(text[i + 2 : i + 6]) <= 0xDBFF
                 if high and i + 12 > len(text):
                     break  # the low half of the pair is still to come
                 i += 12 if high and text.startswith("\\u", i + 6) else 6
@@ -913,8 +989,9 @@ class Parser:
     arguments). ``thinking``: the ``enable_thinking`` the prompt was rendered with (None: the
     template's default), which decides whether the prompt opened a reasoning block."""
 
-    def __init__(self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *,
-                 thinking: bool | None = None) -> None:
+    def __init__(
+        self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *, thinking: bool | None = None
+    ) -> None:
         self.shape = shape
         self.tools = tools or []
         self.thinking = thinking

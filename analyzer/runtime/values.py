@@ -260,7 +260,7 @@ def decode_notation(text: str, quote_open: str, quote_close: str) -> Any:
         if end == -1:
             raise Undecodable(f"unclosed string in {text[:60]!r}")
         parts.append(_bare(text[i:start]))
-        parts.append(json.dumps(text[start + len(quote_open):end], ensure_ascii=False))
+        parts.append(json.dumps(text[start + len(quote_open) : end], ensure_ascii=False))
         i = end + len(quote_close)
     return decode("".join(parts))
 

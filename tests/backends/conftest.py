@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 
 import pytest
-
 from helpers.stand_in import serving
 
 

@@ -84,8 +84,16 @@ def test_llama31_tools_in_user_turn(corpus_dir: Path) -> None:
 
 
 def test_user_tools_are_measured(corpus_dir: Path) -> None:
-    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Xqz weather now",
-                                                "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Xqz weather now",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     report = _audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct", tools=tools)
     assert report.tool_section.descriptions == "written"
     assert report.tool_section.placements[0].placement == "system turn"
@@ -114,8 +122,7 @@ def test_report_serialises_and_renders(corpus_dir: Path) -> None:
     report = _audit(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
     data = json.loads(json.dumps(report.to_dict()))
     assert data["template"] == "mistralai-Mistral-Nemo-Instruct-2407"
-    assert {f["topic"] for f in data["findings"]} >= {"tools", "requirements", "nondeterminism", "engines",
-                                                      "results"}
+    assert {f["topic"] for f in data["findings"]} >= {"tools", "requirements", "nondeterminism", "engines", "results"}
     text = render_text(report)
     assert "tokens: unknown (no tokenizer)" in text
     assert "requires 9-character alphanumeric ids" in text
@@ -154,7 +161,8 @@ def test_tokens_are_counted_with_the_tokenizer_beside_the_template(corpus_dir: P
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.save(str(tmp_path / "tokenizer.json"))
     (tmp_path / "chat_template.jinja").write_text(
-        (corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8"), encoding="utf-8")
+        (corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     template = load_template(str(tmp_path))
     description = analyze(template)
     report = audit(description, inspect(template, description))
@@ -167,14 +175,17 @@ def test_tokens_are_counted_with_the_tokenizer_beside_the_template(corpus_dir: P
     assert audit(plain_description, inspect(plain, plain_description)).tool_section.tokens == "unknown (no tokenizer)"
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("ByteDance-Seed-OSS", "kept in history"),
-    ("GLM-4.6", "dropped from earlier turns"),
-    # gpt-oss writes the analysis channel only on the final assistant turn of a finished conversation
-    ("openai-gpt-oss-120b", "dropped from earlier turns"),
-    # Kimi-K2-Thinking writes reasoning back on tool-call turns only, never beside a plain answer
-    ("Kimi-K2-Thinking", "not written back, on earlier turns or on the last one"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("ByteDance-Seed-OSS", "kept in history"),
+        ("GLM-4.6", "dropped from earlier turns"),
+        # gpt-oss writes the analysis channel only on the final assistant turn of a finished conversation
+        ("openai-gpt-oss-120b", "dropped from earlier turns"),
+        # Kimi-K2-Thinking writes reasoning back on tool-call turns only, never beside a plain answer
+        ("Kimi-K2-Thinking", "not written back, on earlier turns or on the last one"),
+    ],
+)
 def test_reasoning_in_history(corpus_dir: Path, name: str, expected: str) -> None:
     finding = _codes(_audit(corpus_dir, name))["reasoning-on-later-turns"][0]
     assert expected in finding.message

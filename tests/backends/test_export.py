@@ -10,25 +10,40 @@ import json
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from analyzer.analysis import analyze
-from analyzer.llama_server import ChatRequest, prepare, send, stream_chunks
-from analyzer.render.conversation import Renderer
-from analyzer.backends.parser import Message, apply
-from analyzer.backends.parser import Delta
-from analyzer.render.engines import compile_template
-from analyzer.sources import load_template
 from helpers.cli import run
 from helpers.stand_in import serving, url
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+from analyzer.analysis import analyze
+from analyzer.backends.parser import Delta, Message, apply
+from analyzer.llama_server import ChatRequest, prepare, send, stream_chunks
+from analyzer.render.conversation import Renderer
+from analyzer.render.engines import compile_template
+from analyzer.sources import load_template
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 ASKED = [{"role": "user", "content": "What is the weather in Paris?"}]
-ANSWERED = [*ASKED,
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_abc", "type": "function",
-                 "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
-            {"role": "tool", "tool_call_id": "call_abc", "content": "{\"temp\": 21}"}]
+ANSWERED = [
+    *ASKED,
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_abc",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_abc", "content": '{"temp": 21}'},
+]
 
 
 def _template(corpus_dir: Path, name: str):
@@ -68,17 +83,30 @@ def test_the_prompt_leaves_the_bos_to_the_server(corpus_dir: Path, tmp_path: Pat
     template, description = _template(corpus_dir, "mistralai-Mistral-Nemo-Instruct-2407")
     rendered = compile_template(template).render(ASKED, tools=[WEATHER], add_generation_prompt=True)
     body = prepare(template, description, ChatRequest(ASKED, [WEATHER])).body
-    assert rendered.startswith("<s>") and body["prompt"] == rendered[len("<s>"):]
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
-        "chat_template": (corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8"),
-        "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}))
+    assert rendered.startswith("<s>") and body["prompt"] == rendered[len("<s>") :]
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "chat_template": (corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8"),
+                "bos_token": "<|begin_of_text|>",
+                "eos_token": "<|eot_id|>",
+            }
+        )
+    )
     llama = load_template(str(tmp_path / "tokenizer_config.json"))
     prompt = prepare(llama, analyze(llama), ChatRequest(ASKED, [WEATHER])).body["prompt"]
     assert prompt.startswith("<|start_header_id|>system") and "<|begin_of_text|>" not in prompt
     # a tokenizer that adds no BOS of its own: the template's stays, as llama-server's chat path keeps it
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
-        "chat_template": (corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8"),
-        "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "add_bos_token": False}))
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "chat_template": (corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8"),
+                "bos_token": "<|begin_of_text|>",
+                "eos_token": "<|eot_id|>",
+                "add_bos_token": False,
+            }
+        )
+    )
     kept = load_template(str(tmp_path / "tokenizer_config.json"))
     assert prepare(kept, analyze(kept), ChatRequest(ASKED, [WEATHER])).body["prompt"].startswith("<|begin_of_text|>")
 
@@ -94,16 +122,18 @@ def test_a_marker_that_is_a_special_word_and_punctuation_triggers_on_the_word(co
 def test_arguments_are_spelled_as_the_template_takes_them(corpus_dir: Path) -> None:
     for name in ("Qwen-Qwen2.5-7B-Instruct", "meetkai-functionary-medium-v3.2"):
         template, description = _template(corpus_dir, name)
-        arguments = Renderer.for_template(template, description).spell(ANSWERED)[1]["tool_calls"][0]["function"]["arguments"]
+        arguments = Renderer.for_template(template, description).spell(ANSWERED)[1]["tool_calls"][0]["function"][
+            "arguments"
+        ]
         assert isinstance(arguments, str) == description.input_form.arguments_as_string
         prompt = prepare(template, description, ChatRequest(ANSWERED, [WEATHER])).body["prompt"]
-        assert "Paris" in prompt and "{\\\"city" not in prompt  # never double-encoded
+        assert "Paris" in prompt and '{\\"city' not in prompt  # never double-encoded
 
 
 # --------------------------------------------------------------------------- --send against a stand-in
 
 
-CALL_TEXT = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>"
+CALL_TEXT = 'Let me check.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>'
 
 
 def test_send_makes_a_chat_completion(corpus_dir: Path, stand_in: ThreadingHTTPServer) -> None:
@@ -118,7 +148,7 @@ def test_send_makes_a_chat_completion(corpus_dir: Path, stand_in: ThreadingHTTPS
     assert completion["object"] == "chat.completion" and choice["finish_reason"] == "tool_calls"
     assert choice["message"]["content"] == "Let me check."
     call = choice["message"]["tool_calls"][0]
-    assert call["function"] == {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Rome"}'}
     assert completion["usage"] == {"prompt_tokens": 17, "completion_tokens": 9, "total_tokens": 26}
 
 
@@ -133,13 +163,21 @@ def test_streaming_gives_the_batch_message(corpus_dir: Path, stand_in: Threading
     for chunk in chunks[:-1]:
         delta = chunk["choices"][0]["delta"]
         call = (delta.get("tool_calls") or [{}])[0]
-        apply(folded, Delta(content=delta.get("content", ""), call_index=call.get("index"), call_id=call.get("id"),
-                            call_name=call.get("function", {}).get("name"),
-                            arguments=call.get("function", {}).get("arguments", "")))
+        apply(
+            folded,
+            Delta(
+                content=delta.get("content", ""),
+                call_index=call.get("index"),
+                call_id=call.get("id"),
+                call_name=call.get("function", {}).get("name"),
+                arguments=call.get("function", {}).get("arguments", ""),
+            ),
+        )
     batch = parser.parse(CALL_TEXT)
     assert folded.content == batch.content
-    assert [(c.name, c.arguments, c.id) for c in folded.tool_calls] == \
-        [(c.name, c.arguments, c.id) for c in batch.tool_calls]
+    assert [(c.name, c.arguments, c.id) for c in folded.tool_calls] == [
+        (c.name, c.arguments, c.id) for c in batch.tool_calls
+    ]
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls" and chunks[-1]["usage"]["total_tokens"] == 26
 
 
@@ -149,8 +187,9 @@ def _files(tmp_path: Path) -> list[str]:
     return ["--messages", str(tmp_path / "messages.json"), "--tools", str(tmp_path / "tools.json")]
 
 
-def test_cli_prints_the_body_and_reports_server_errors_apart(corpus_dir: Path, tmp_path: Path,
-                                                             stand_in: ThreadingHTTPServer) -> None:
+def test_cli_prints_the_body_and_reports_server_errors_apart(
+    corpus_dir: Path, tmp_path: Path, stand_in: ThreadingHTTPServer
+) -> None:
     template = str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")
     code, out, _ = run(["export", template, *_files(tmp_path), "--n-predict", "64"])
     assert code == 0 and json.loads(out)["n_predict"] == 64

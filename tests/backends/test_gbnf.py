@@ -17,25 +17,48 @@ import re
 from typing import Any
 
 import pytest
+from helpers.gbnf_check import Checker, accepts
+from helpers.golden import golden
+from helpers.grammar import (
+    NO_ARGS_TOOL,
+    SEARCH,
+    TOOLS,
+    WEATHER,
+    WEATHER_TOOL,
+    Case,
+    calls_span,
+    case,
+    described,
+    model_output,
+    tool,
+)
 
 from analyzer.backends.gbnf import (
-    TRIGGER_PATTERN, TRIGGER_PATTERN_FULL, TRIGGER_WORD, Grammar, to_grammar, text_until,
+    TRIGGER_PATTERN,
+    TRIGGER_PATTERN_FULL,
+    TRIGGER_WORD,
+    Grammar,
+    text_until,
+    to_grammar,
 )
 from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules
 from analyzer.description import ArgumentForm, Field, JsonCall, Text
 from analyzer.errors import InputError, UnsupportedFormat
 from analyzer.lower import calls_shape, key_value_args, lower, output_shape, reasoning_shape
-from analyzer.runtime.shape import (
-    ID_FORMS, CallId, Index, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Name, OutputShape, ReasoningShape,
-)
 from analyzer.render.engines import compile_template
-from analyzer.sources import load_template
-from helpers.gbnf_check import Checker, accepts
-from helpers.golden import golden
-from helpers.grammar import (
-    NO_ARGS_TOOL, SEARCH, TOOLS, WEATHER, WEATHER_TOOL, Case, calls_span, case, described, model_output, tool,
+from analyzer.runtime.shape import (
+    ID_FORMS,
+    CallId,
+    Index,
+    JsonArgs,
+    JsonCallObject,
+    KeyValueArgs,
+    Marker,
+    Name,
+    OutputShape,
+    ReasoningShape,
 )
-
+from analyzer.sources import load_template
 
 # =========================================================================== 1. JSON Schema rules
 
@@ -52,9 +75,11 @@ WEATHER_SCHEMA = {
 }
 
 SCHEMA_CASES = {
-    "string": ({"type": "string"},
-               ['"Paris"', '""', '"caf\u00e9 \u00fc\u4e2d"', r'"a\"b\\c\/d\b\f\n\r\t"', r'"\u00e9\uD83D\uDE00"'],
-               ['Paris', '"a\nb"', '"tab\there"', r'"\x41"', r'"\u12"', '"open', "'single'"]),
+    "string": (
+        {"type": "string"},
+        ['"Paris"', '""', '"caf\u00e9 \u00fc\u4e2d"', r'"a\"b\\c\/d\b\f\n\r\t"', r'"\u00e9\uD83D\uDE00"'],
+        ["Paris", '"a\nb"', '"tab\there"', r'"\x41"', r'"\u12"', '"open', "'single'"],
+    ),
     "integer": ({"type": "integer"}, ["0", "-12", "42"], ["01", "1.5", '"1"', "-", "1e3", "+1"]),
     "number": ({"type": "number"}, ["0", "-0.25", "1.5e-3", "2E+10", "7"], ["1.", ".5", "0x10", "NaN", "--1"]),
     "boolean": ({"type": "boolean"}, ["true", "false"], ["True", "1", '"true"']),
@@ -63,41 +88,82 @@ SCHEMA_CASES = {
     "const": ({"const": {"a": 1}}, ['{"a": 1}'], ['{"a": 2}', '{"a":1}']),
     "required and optional, in schema order": (
         WEATHER_SCHEMA,
-        ['{"location": "Paris"}', '{"location": "Paris", "days": 3}', '{"location": "P", "units": "f"}',
-         '{"location": "P", "days": 3, "units": "c"}', '{ "location" : "P" ,\n  "days" : 3 }', '{"location":"P"}'],
-        ['{}', '{"days": 3}', '{"days": 3, "location": "P"}', '{"location": "P", "units": "k"}',
-         '{"location": "P",}', '{"location": "P" "days": 3}', '{"location": "P", "location": "Q"}']),
-    "all optional": ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
-                     ["{}", '{"a": 1}', '{"b": 2}', '{"a": 1, "b": 2}'], ['{"b": 2, "a": 1}', '{,"b": 2}', '{"c": 1}']),
+        [
+            '{"location": "Paris"}',
+            '{"location": "Paris", "days": 3}',
+            '{"location": "P", "units": "f"}',
+            '{"location": "P", "days": 3, "units": "c"}',
+            '{ "location" : "P" ,\n  "days" : 3 }',
+            '{"location":"P"}',
+        ],
+        [
+            "{}",
+            '{"days": 3}',
+            '{"days": 3, "location": "P"}',
+            '{"location": "P", "units": "k"}',
+            '{"location": "P",}',
+            '{"location": "P" "days": 3}',
+            '{"location": "P", "location": "Q"}',
+        ],
+    ),
+    "all optional": (
+        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+        ["{}", '{"a": 1}', '{"b": 2}', '{"a": 1, "b": 2}'],
+        ['{"b": 2, "a": 1}', '{,"b": 2}', '{"c": 1}'],
+    ),
     "additionalProperties false or absent: declared properties only": (
         {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
-        ['{"a": 1}', "{}"], ['{"a": 1, "z": 2}', '{"z": 2}']),
+        ['{"a": 1}', "{}"],
+        ['{"a": 1, "z": 2}', '{"z": 2}'],
+    ),
     "additionalProperties true: any further members": (
         {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": True},
-        ['{"a": 1, "z": [1, {"y": null}]}', '{"z": "x"}', "{}"], ['{"a": 1 "z": 2}', '{"z": 1,}', '{"z"}']),
+        ['{"a": 1, "z": [1, {"y": null}]}', '{"z": "x"}', "{}"],
+        ['{"a": 1 "z": 2}', '{"z": 1,}', '{"z"}'],
+    ),
     "additionalProperties schema: typed further members": (
         {"type": "object", "additionalProperties": {"type": "integer"}},
-        ['{"x": 1, "y": 2}', "{}"], ['{"x": "1"}']),
+        ['{"x": 1, "y": 2}', "{}"],
+        ['{"x": "1"}'],
+    ),
     "object without properties: any members": ({"type": "object"}, ['{"k": [true, 1.5, "s"]}', "{}"], ["[]", "{k: 1}"]),
     "no properties and additionalProperties false: only {}": (
-        {"type": "object", "additionalProperties": False}, ["{}", "{ }"], ['{"a": 1}']),
+        {"type": "object", "additionalProperties": False},
+        ["{}", "{ }"],
+        ['{"a": 1}'],
+    ),
     "nested objects": (
-        {"type": "object", "properties": {"filters": {"type": "object", "required": ["lang"],
-                                                      "properties": {"lang": {"type": "string"},
-                                                                     "max_age": {"type": "integer"}}}}},
+        {
+            "type": "object",
+            "properties": {
+                "filters": {
+                    "type": "object",
+                    "required": ["lang"],
+                    "properties": {"lang": {"type": "string"}, "max_age": {"type": "integer"}},
+                }
+            },
+        },
         ['{"filters": {"lang": "fr", "max_age": 7}}', '{"filters": {"lang": "fr"}}', "{}"],
-        ['{"filters": {"max_age": 7}}', '{"filters": {"lang": 1}}', '{"filters": "fr"}']),
+        ['{"filters": {"max_age": 7}}', '{"filters": {"lang": 1}}', '{"filters": "fr"}'],
+    ),
     "arrays with items and bounds": (
         {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
-        ['["a"]', '["a", "b"]', '[ "a" ,"b" ]'], ["[]", '["a", "b", "c"]', "[1]", '["a",]']),
+        ['["a"]', '["a", "b"]', '[ "a" ,"b" ]'],
+        ["[]", '["a", "b", "c"]', "[1]", '["a",]'],
+    ),
     "arrays without bounds": ({"type": "array", "items": {"type": "integer"}}, ["[]", "[1, 2, 3]"], ['["1"]', "[1 2]"]),
-    "anyOf": ({"anyOf": [{"type": "integer"}, {"type": "object", "properties": {"x": {"type": "string"}}}]},
-              ["5", '{"x": "y"}'], ['"5"', '{"x": 5}']),
+    "anyOf": (
+        {"anyOf": [{"type": "integer"}, {"type": "object", "properties": {"x": {"type": "string"}}}]},
+        ["5", '{"x": "y"}'],
+        ['"5"', '{"x": 5}'],
+    ),
     "oneOf": ({"oneOf": [{"type": "string"}, {"type": "null"}]}, ['"s"', "null"], ["1"]),
     "type list": ({"type": ["string", "null"]}, ['"s"', "null"], ["1", "true"]),
     "empty schema: any JSON value": (
-        {}, ['{"a": [1, {"b": null}, true, "x", -1.5e3]}', "[]", '"s"', "0", "null"],
-        ["{a: 1}", "[1,]", "undefined", "'s'"]),
+        {},
+        ['{"a": [1, {"b": null}, true, "x", -1.5e3]}', "[]", '"s"', "0", "null"],
+        ["{a: 1}", "[1,]", "undefined", "'s'"],
+    ),
     "whitespace is bounded": ({"type": "array"}, ["[" + " " * 20 + "]"], ["[" + " " * 21 + "]"]),
 }
 
@@ -113,26 +179,50 @@ def test_schema_rules_accept_and_reject(schema, good, bad):
 
 
 def test_python_literals():
-    checker = Checker(schema_grammar({**WEATHER_SCHEMA, "properties": {
-        **WEATHER_SCHEMA["properties"], "exact": {"type": "boolean"}, "tags": {"type": "array"},
-        "note": {"type": ["string", "null"]}}}, python=True))
-    for text in ["{'location': 'Paris, France'}", "{'location': \"it's\", 'days': 3, 'units': 'c'}",
-                 "{'location': 'a\\'b\\n', 'exact': True, 'tags': ['x', 1, None], 'note': None}",
-                 '{"location": "P"}', "{'location': 'two\nlines'}"]:
+    checker = Checker(
+        schema_grammar(
+            {
+                **WEATHER_SCHEMA,
+                "properties": {
+                    **WEATHER_SCHEMA["properties"],
+                    "exact": {"type": "boolean"},
+                    "tags": {"type": "array"},
+                    "note": {"type": ["string", "null"]},
+                },
+            },
+            python=True,
+        )
+    )
+    for text in [
+        "{'location': 'Paris, France'}",
+        "{'location': \"it's\", 'days': 3, 'units': 'c'}",
+        "{'location': 'a\\'b\\n', 'exact': True, 'tags': ['x', 1, None], 'note': None}",
+        '{"location": "P"}',
+        "{'location': 'two\nlines'}",
+    ]:
         verdict = checker.check(text)
         assert verdict, f"{text!r}: {verdict.reason}"
-    for text in ["{'location': 'P', 'exact': true}", "{'days': 3}", "{'location': 'P', 'note': null}", "{'location': P}"]:
+    for text in [
+        "{'location': 'P', 'exact': true}",
+        "{'days': 3}",
+        "{'location': 'P', 'note': null}",
+        "{'location': P}",
+    ]:
         assert not checker.check(text), text
 
 
 def test_rule_names_are_gbnf_identifiers_and_shared_rules_are_written_once():
     units = {"type": "string", "enum": ["c", "f"]}
-    text = schema_grammar({"type": "object", "properties": {"from unit": units, "to.unit": units, "n": {"type": "integer"},
-                                                           "m": {"type": "integer"}}})
+    text = schema_grammar(
+        {
+            "type": "object",
+            "properties": {"from unit": units, "to.unit": units, "n": {"type": "integer"}, "m": {"type": "integer"}},
+        }
+    )
     names = [line.split(" ::= ")[0] for line in text.splitlines()]
     assert all(re.fullmatch(r"[a-z0-9-]+", name) for name in names), names
     assert len(names) == len(set(names))
-    assert sum(" ::= \"\\\"c\\\"\" | \"\\\"f\\\"\"" in line for line in text.splitlines()) == 1
+    assert sum(' ::= "\\"c\\"" | "\\"f\\""' in line for line in text.splitlines()) == 1
     assert sum(line.startswith("integer ::= ") for line in text.splitlines()) == 1
 
 
@@ -149,23 +239,41 @@ def test_text_until_is_exactly_the_text_up_to_the_first_stop(stop, avoid):
     for size in range(7 if len(letters) <= 4 else 5):
         for chars in itertools.product(letters, repeat=size):
             text = "".join(chars)
-            expected = text.endswith(stop) and text.find(stop) == len(text) - len(stop) and not any(
-                word in text for word in avoid)
+            expected = (
+                text.endswith(stop)
+                and text.find(stop) == len(text) - len(stop)
+                and not any(word in text for word in avoid)
+            )
             assert bool(checker.check(text)) == expected, text
 
 
 # =========================================================================== 2. hand-made shapes
 
 
-def make_shape(call: tuple, *, section_open: tuple = (), section_close: tuple = (), separator: tuple | None = (),
-               no_arguments: tuple | None = None, reasoning: ReasoningShape | None = None, prefix: tuple = (),
-               id_form: str = "openai") -> OutputShape:
+def make_shape(
+    call: tuple,
+    *,
+    section_open: tuple = (),
+    section_close: tuple = (),
+    separator: tuple | None = (),
+    no_arguments: tuple | None = None,
+    reasoning: ReasoningShape | None = None,
+    prefix: tuple = (),
+    id_form: str = "openai",
+) -> OutputShape:
     calls = calls_shape(section_open, section_close, separator, call, no_arguments, stops=("<end>",))
     if reasoning is not None:  # what follows the block comes from the prefix, as lowering makes it
-        reasoning = reasoning_shape(reasoning.open, reasoning.close, reasoning.forced_open, toggle=reasoning.toggle,
-                                    opened_when_thinking=reasoning.opened_when_thinking, prefix=prefix)
-    return output_shape("hand-made", prefix=prefix, reasoning=reasoning, calls=calls, stops=("<end>",),
-                        id_form=ID_FORMS[id_form])
+        reasoning = reasoning_shape(
+            reasoning.open,
+            reasoning.close,
+            reasoning.forced_open,
+            toggle=reasoning.toggle,
+            opened_when_thinking=reasoning.opened_when_thinking,
+            prefix=prefix,
+        )
+    return output_shape(
+        "hand-made", prefix=prefix, reasoning=reasoning, calls=calls, stops=("<end>",), id_form=ID_FORMS[id_form]
+    )
 
 
 TAG_CALL = (Marker("<call>", trail="\n"), Name(), Marker("(", lead=""), JsonArgs("object"), Marker(")</call>"))
@@ -182,88 +290,150 @@ def check(grammar: Grammar | None, good: list[str], bad: list[str]) -> None:
 
 
 def test_nested_json_call_with_constants_and_string_arguments():
-    layout = JsonCall(name_path=("function", "name"), name_is_key=False, arguments_path=("function", "arguments"),
-                      arguments_encoding="string", id_path=("id",), index_path=None, index_base=0,
-                      constants=((("type",), '"function"'),), key_order=("id", "type", "function"))
-    shape = make_shape((JsonCallObject(layout),), section_open=(Marker("[", trail=" "),),
-                       section_close=(Marker("]", lead=" "),), separator=(Marker(",", trail=" "),), id_form="alnum9")
+    layout = JsonCall(
+        name_path=("function", "name"),
+        name_is_key=False,
+        arguments_path=("function", "arguments"),
+        arguments_encoding="string",
+        id_path=("id",),
+        index_path=None,
+        index_base=0,
+        constants=((("type",), '"function"'),),
+        key_order=("id", "type", "function"),
+    )
+    shape = make_shape(
+        (JsonCallObject(layout),),
+        section_open=(Marker("[", trail=" "),),
+        section_close=(Marker("]", lead=" "),),
+        separator=(Marker(",", trail=" "),),
+        id_form="alnum9",
+    )
     call = '{"id": "Ab3De6Gh9", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"a\\": 1}"}}'
     other_id = call.replace("Ab3De6Gh9", "call_1")
     other_type = call.replace('"type": "function"', '"type": "tool"')
     object_arguments = call.replace('"{\\"a\\": 1}"', '{"a": 1}')
-    check(to_grammar(shape, [WEATHER_TOOL]),
-          [f"[{call}]", f"[ {call}, {call} ]"],
-          [f"[{other_id}]", f"[{other_type}]", f"[{object_arguments}]", "[]"])
+    check(
+        to_grammar(shape, [WEATHER_TOOL]),
+        [f"[{call}]", f"[ {call}, {call} ]"],
+        [f"[{other_id}]", f"[{other_type}]", f"[{object_arguments}]", "[]"],
+    )
 
 
 def test_no_argument_pattern_is_an_alternative_for_tools_without_parameters_where_it_differs():
     shape = make_shape(TAG_CALL, no_arguments=(Marker("<call>", trail="\n"), Name(), Marker("/>")))
     grammar = to_grammar(shape, [WEATHER_TOOL, NO_ARGS_TOOL])
-    check(grammar, ["<call>list_files/>", "<call>\nlist_files({})</call>", '<call>get_weather({"location": "x"})</call>'],
-          ["<call>get_weather/>"])
+    check(
+        grammar,
+        ["<call>list_files/>", "<call>\nlist_files({})</call>", '<call>get_weather({"location": "x"})</call>'],
+        ["<call>get_weather/>"],
+    )
 
 
 def test_no_argument_pattern_that_writes_the_same_is_not_a_second_spelling():
     same = (Marker("<call>", trail="\n"), Name(), Marker("({})</call>"))
     assert to_grammar(make_shape(TAG_CALL, no_arguments=same), [NO_ARGS_TOOL]) == to_grammar(
-        make_shape(TAG_CALL), [NO_ARGS_TOOL])
+        make_shape(TAG_CALL), [NO_ARGS_TOOL]
+    )
 
 
 def test_python_and_string_argument_encodings():
     python = (Marker("<call>"), Name(), Marker(":"), JsonArgs("python"), Marker("</call>"))
-    check(to_grammar(make_shape(python), [WEATHER_TOOL]),
-          ["<call>get_weather:{'location': 'Paris', 'days': 3}</call>"],
-          ["<call>get_weather:{'days': 3}</call>", '<call>get_weather:{"location": "P", "days": true}</call>'])
+    check(
+        to_grammar(make_shape(python), [WEATHER_TOOL]),
+        ["<call>get_weather:{'location': 'Paris', 'days': 3}</call>"],
+        ["<call>get_weather:{'days': 3}</call>", '<call>get_weather:{"location": "P", "days": true}</call>'],
+    )
     string = (Marker("<call>"), Name(), Marker(":"), JsonArgs("string"), Marker("</call>"))
-    check(to_grammar(make_shape(string), [WEATHER_TOOL]),
-          ['<call>get_weather:"{\\"location\\": \\"Paris\\"}"</call>'],
-          ['<call>get_weather:{"location": "Paris"}</call>', '<call>get_weather:"unterminated</call>'])
+    check(
+        to_grammar(make_shape(string), [WEATHER_TOOL]),
+        ['<call>get_weather:"{\\"location\\": \\"Paris\\"}"</call>'],
+        ['<call>get_weather:{"location": "Paris"}</call>', '<call>get_weather:"unterminated</call>'],
+    )
 
 
 def test_call_ids_and_indexes():
-    call = (Marker("<c"), CallId(ID_FORMS["alnum9"]), Marker(">"), Name(), Marker("#"), Index(1), Marker(":"),
-            JsonArgs("object"), Marker("</c>"))
-    check(to_grammar(make_shape(call), [WEATHER_TOOL]),
-          ['<cAb3De6Gh9>get_weather#1:{"location": "x"}</c>'],
-          ['<cAb3De6Gh>get_weather#1:{"location": "x"}</c>', '<cAb3De6Gh9>get_weather#x:{"location": "x"}</c>'])
+    call = (
+        Marker("<c"),
+        CallId(ID_FORMS["alnum9"]),
+        Marker(">"),
+        Name(),
+        Marker("#"),
+        Index(1),
+        Marker(":"),
+        JsonArgs("object"),
+        Marker("</c>"),
+    )
+    check(
+        to_grammar(make_shape(call), [WEATHER_TOOL]),
+        ['<cAb3De6Gh9>get_weather#1:{"location": "x"}</c>'],
+        ['<cAb3De6Gh>get_weather#1:{"location": "x"}</c>', '<cAb3De6Gh9>get_weather#x:{"location": "x"}</c>'],
+    )
     token = (Marker("<c>"), CallId(ID_FORMS["openai"]), Marker("<n>"), Name(), JsonArgs("object"))
-    check(to_grammar(make_shape(token), [WEATHER_TOOL]),
-          ['<c>call_abc-1<n>get_weather{"location": "x"}'], ['<c>call abc<n>get_weather{"location": "x"}'])
+    check(
+        to_grammar(make_shape(token), [WEATHER_TOOL]),
+        ['<c>call_abc-1<n>get_weather{"location": "x"}'],
+        ['<c>call abc<n>get_weather{"location": "x"}'],
+    )
 
 
 KV_FORMS = (
-    ArgumentForm("string", (Text("<arg name=\""), Field("key"), Text("\">"), Field("value"), Text("</arg>")), "raw"),
-    ArgumentForm("integer", (Text("<arg name=\""), Field("key"), Text("\">"), Field("value"), Text("</arg>")), "json"),
-    ArgumentForm("boolean", (Text("<arg name=\""), Field("key"), Text("\">"), Field("value"), Text("</arg>")), "python"),
+    ArgumentForm("string", (Text('<arg name="'), Field("key"), Text('">'), Field("value"), Text("</arg>")), "raw"),
+    ArgumentForm("integer", (Text('<arg name="'), Field("key"), Text('">'), Field("value"), Text("</arg>")), "json"),
+    ArgumentForm("boolean", (Text('<arg name="'), Field("key"), Text('">'), Field("value"), Text("</arg>")), "python"),
     ArgumentForm("object", (Field("key"), Text("="), Field("value")), "unknown"),
 )
 
 
 def test_key_value_arguments_by_form():
-    call = (Marker("<call"), Marker("name=\"", lead=" "), Name(), Marker("\">", trail="\n"),
-            key_value_args(KV_FORMS, "\n", "none"), Marker("</call>", lead="\n"))
-    search = tool("search", {"query": {"type": "string"}, "limit": {"type": "integer"}, "exact": {"type": "boolean"},
-                             "filters": {"type": "object"}}, ["query"])
-    check(to_grammar(make_shape(call), [search]),
-          ['<call name="search">\n<arg name="query">cafés "open" <b>late</b>\nnear</arg>\n</call>',
-           '<call name="search"><arg name="query">q</arg><arg name="limit"> 5 </arg>'
-           '<arg name="exact">True</arg>filters={a:{b,c},d:[1,2]}</call>'],
-          ['<call name="search"><arg name="limit">5</arg></call>',
-           '<call name="search"><arg name="query">q</arg><arg name="limit">five</arg></call>',
-           '<call name="search"><arg name="query">q</arg><arg name="exact">true</arg></call>',
-           '<callname="search"><arg name="query">q</arg></call>'])
+    call = (
+        Marker("<call"),
+        Marker('name="', lead=" "),
+        Name(),
+        Marker('">', trail="\n"),
+        key_value_args(KV_FORMS, "\n", "none"),
+        Marker("</call>", lead="\n"),
+    )
+    search = tool(
+        "search",
+        {
+            "query": {"type": "string"},
+            "limit": {"type": "integer"},
+            "exact": {"type": "boolean"},
+            "filters": {"type": "object"},
+        },
+        ["query"],
+    )
+    check(
+        to_grammar(make_shape(call), [search]),
+        [
+            '<call name="search">\n<arg name="query">cafés "open" <b>late</b>\nnear</arg>\n</call>',
+            '<call name="search"><arg name="query">q</arg><arg name="limit"> 5 </arg>'
+            '<arg name="exact">True</arg>filters={a:{b,c},d:[1,2]}</call>',
+        ],
+        [
+            '<call name="search"><arg name="limit">5</arg></call>',
+            '<call name="search"><arg name="query">q</arg><arg name="limit">five</arg></call>',
+            '<call name="search"><arg name="query">q</arg><arg name="exact">true</arg></call>',
+            '<callname="search"><arg name="query">q</arg></call>',
+        ],
+    )
 
 
 def test_reasoning_before_calls_in_required_mode():
     opened = ReasoningShape((Marker("<think>", trail="\n"),), (Marker("</think>", lead="\n"),), False)
     shape = make_shape(TAG_CALL, reasoning=opened)
     call = '<call>get_weather({"location": "x"})</call>'
-    check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required"),
-          [call, f"<think>\nhmm </thin\n</think>\n\n{call}", f"\n<think></think>{call}"],
-          [f"</think>{call}", f"<think>plan {call}</think>{call}", "", "text"])
+    check(
+        to_grammar(shape, [WEATHER_TOOL], tool_choice="required"),
+        [call, f"<think>\nhmm </thin\n</think>\n\n{call}", f"\n<think></think>{call}"],
+        [f"</think>{call}", f"<think>plan {call}</think>{call}", "", "text"],
+    )
     forced = make_shape(TAG_CALL, reasoning=ReasoningShape(opened.open, opened.close, True))
-    check(to_grammar(forced, [WEATHER_TOOL], tool_choice="required"),
-          [call, f"hmm\n</think>\n{call}", f"</think>{call}"], [f"hmm {call}", "hmm</think>"])
+    check(
+        to_grammar(forced, [WEATHER_TOOL], tool_choice="required"),
+        [call, f"hmm\n</think>\n{call}", f"</think>{call}"],
+        [f"hmm {call}", "hmm</think>"],
+    )
 
 
 def test_what_every_turn_starts_with_may_come_first():
@@ -273,22 +443,26 @@ def test_what_every_turn_starts_with_may_come_first():
     # The prompt opened reasoning: the prefix past the close marker follows the (optional) block.
     think = ReasoningShape((Marker("<think>"),), (Marker("</think>"),), True)
     forced = make_shape(TAG_CALL, reasoning=think, prefix=(Marker("</think><response>"),))
-    check(to_grammar(forced, [WEATHER_TOOL], tool_choice="required"),
-          [call, f"</think><response>{call}", f"plan</think>\n<response>{call}", f"<response>{call}"],
-          [f"<response><response>{call}", "<response></think>"])
+    check(
+        to_grammar(forced, [WEATHER_TOOL], tool_choice="required"),
+        [call, f"</think><response>{call}", f"plan</think>\n<response>{call}", f"<response>{call}"],
+        [f"<response><response>{call}", "<response></think>"],
+    )
     # Calls that open with the tool's name: the trigger lets the prefix stand before it.
     named = make_shape((Name(), JsonArgs("object")), prefix=(Marker("to=", lead=" "),))
     full = to_grammar(named, [WEATHER_TOOL]).triggers[0]  # type: ignore[union-attr]
-    assert re.fullmatch(full.value, ' to=get_weather{}').start(1) == 4
-    assert re.fullmatch(full.value, 'get_weather{}').start(1) == 0
-    assert not re.fullmatch(full.value, 'Sure: get_weather{}')
+    assert re.fullmatch(full.value, " to=get_weather{}").start(1) == 4
+    assert re.fullmatch(full.value, "get_weather{}").start(1) == 0
+    assert not re.fullmatch(full.value, "Sure: get_weather{}")
 
 
 def test_whitespace_is_required_only_between_two_words():
     call = (Marker("to", trail=" "), Marker("call", lead=" "), Marker(":"), Name(), JsonArgs("object"))
-    check(to_grammar(make_shape(call), [WEATHER_TOOL]),
-          ['to call:get_weather{"location": "x"}', 'to\ncall:get_weather {"location": "x"}'],
-          ['tocall:get_weather{"location": "x"}', 'to call :get_weather{"location": "x"}'])
+    check(
+        to_grammar(make_shape(call), [WEATHER_TOOL]),
+        ['to call:get_weather{"location": "x"}', 'to\ncall:get_weather {"location": "x"}'],
+        ['tocall:get_weather{"location": "x"}', 'to call :get_weather{"location": "x"}'],
+    )
 
 
 def test_tool_choice_and_parallel():
@@ -315,28 +489,39 @@ def test_llama_server_fields():
     auto = to_grammar(shape, [WEATHER_TOOL])
     assert auto is not None
     fields = auto.to_llama_server()
-    assert fields == {"grammar": auto.text, "grammar_lazy": True,
-                      "grammar_triggers": [{"type": 1, "value": "<call>"}],
-                      "preserved_tokens": ["<think>", "</think>", "<call>", "(", ")</call>", "<end>"], "stop": ["<end>"]}
+    assert fields == {
+        "grammar": auto.text,
+        "grammar_lazy": True,
+        "grammar_triggers": [{"type": 1, "value": "<call>"}],
+        "preserved_tokens": ["<think>", "</think>", "<call>", "(", ")</call>", "<end>"],
+        "stop": ["<end>"],
+    }
     assert all(type(t["type"]) is int for t in fields["grammar_triggers"])
     for choice in ("required", "get_weather"):
         eager = to_grammar(shape, [WEATHER_TOOL], tool_choice=choice)
         assert eager is not None
         assert eager.to_llama_server()["grammar_lazy"] is False and eager.to_llama_server()["grammar_triggers"] == []
-    bare = make_shape((JsonCallObject(JsonCall(("name",), False, ("arguments",), "object", None, None, 0, (),
-                                               ("name", "arguments"))),))
+    bare = make_shape(
+        (
+            JsonCallObject(
+                JsonCall(("name",), False, ("arguments",), "object", None, None, 0, (), ("name", "arguments"))
+            ),
+        )
+    )
     assert to_grammar(bare, [WEATHER_TOOL]).triggers[0].type == TRIGGER_PATTERN  # type: ignore[union-attr]
     named = make_shape((Name(), JsonArgs("object")))
     full = to_grammar(named, [WEATHER_TOOL, NO_ARGS_TOOL]).triggers[0]  # type: ignore[union-attr]
-    assert full.type == TRIGGER_PATTERN_FULL and re.fullmatch(full.value, '\nlist_files{}').start(1) == 1
+    assert full.type == TRIGGER_PATTERN_FULL and re.fullmatch(full.value, "\nlist_files{}").start(1) == 1
 
 
 # =========================================================================== 3. the corpus
 
 
-_NESTED_OBJECT = ("the description gives object arguments an 'unknown' form; the render writes a nested object "
-                  "as nested tags ('[<filters>]<]minimax[>[<lang>fr]<]minimax[>[</lang>...'), which holds the "
-                  "literal that ends the value, so text up to that literal cannot take it")
+_NESTED_OBJECT = (
+    "the description gives object arguments an 'unknown' form; the render writes a nested object "
+    "as nested tags ('[<filters>]<]minimax[>[<lang>fr]<]minimax[>[</lang>...'), which holds the "
+    "literal that ends the value, so text up to that literal cannot take it"
+)
 
 
 XFAIL: dict[tuple[str, str], str] = {
@@ -356,14 +541,21 @@ def triggered_at(grammar: Grammar, output: str) -> int | None:
         else:
             match = (re.search if trigger.type == TRIGGER_PATTERN else re.fullmatch)(trigger.value, output)
             if match:
-                starts.append(next((match.start(i) for i in range(1, len(match.groups()) + 1) if match.group(i)),
-                                   match.start()))
+                starts.append(
+                    next((match.start(i) for i in range(1, len(match.groups()) + 1) if match.group(i)), match.start())
+                )
     return min(starts, default=None)
 
 
 def params(test: str, names: list[str]) -> list[Any]:
-    return [pytest.param(name, id=name, marks=[pytest.mark.xfail(strict=True, reason=XFAIL[(test, name)])]
-                         if (test, name) in XFAIL else []) for name in names]
+    return [
+        pytest.param(
+            name,
+            id=name,
+            marks=[pytest.mark.xfail(strict=True, reason=XFAIL[(test, name)])] if (test, name) in XFAIL else [],
+        )
+        for name in names
+    ]
 
 
 def parallel_templates() -> list[str]:
@@ -445,8 +637,10 @@ def test_grammar_rejects_wrong_calls(name, corpus_dir):
 
     right = calls_text([WEATHER])
     assert checker.check(right), f"the call itself is refused: {right!r}"
-    wrong = {"a tool that is not declared": right.replace("get_weather", "get_climate"),
-             "a missing required argument": calls_text([("get_weather", {"days": 3, "units": "c"}, WEATHER[2])])}
+    wrong = {
+        "a tool that is not declared": right.replace("get_weather", "get_climate"),
+        "a missing required argument": calls_text([("get_weather", {"days": 3, "units": "c"}, WEATHER[2])]),
+    }
     numbered = calls_text([("get_weather", {"location": "Paris, France", "days": 4242}, WEATHER[2])])
     assert checker.check(numbered), f"the call itself is refused: {numbered!r}"
     wrong["an integer argument that is not a number"] = numbered.replace("4242", '42"42')
@@ -456,7 +650,9 @@ def test_grammar_rejects_wrong_calls(name, corpus_dir):
         two = calls_text([WEATHER, ("get_weather", {"location": "Rome"}, "Zy8Xw7Vu6")])
         assert checker.check(two), f"two calls are refused: {two!r}"
         single = to_grammar(c.shape, TOOLS, parallel=False)
-        assert single is not None and not accepts(single.text, two), f"two calls were accepted with parallel=False: {two!r}"
+        assert single is not None and not accepts(single.text, two), (
+            f"two calls were accepted with parallel=False: {two!r}"
+        )
 
 
 @pytest.mark.parametrize("name", params("stops", described()))
@@ -477,7 +673,9 @@ def test_arguments_sorted_by_name_are_asked_for_sorted(corpus_dir):
     grammar = to_grammar(c.shape, TOOLS).text  # type: ignore[union-attr]
     # (the section closer <|tool_response> ends the calls in this template)
     assert accepts(grammar, '<|tool_call>call:get_weather{days:3,location:<|"|>Paris<|"|>}<tool_call|><|tool_response>')
-    assert not accepts(grammar, '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|><|tool_response>')
+    assert not accepts(
+        grammar, '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|><|tool_response>'
+    )
 
 
 def test_raw_string_with_an_enum_takes_only_its_values(corpus_dir):
@@ -485,17 +683,28 @@ def test_raw_string_with_an_enum_takes_only_its_values(corpus_dir):
     whitespace around the value (the parser takes off exactly that)."""
     from analyzer.analysis import analyze
     from analyzer.backends.parser import Parser
+
     units = tool("set_unit", {"unit": {"type": "string", "enum": ["celsius", "kelvin"]}}, ["unit"])
     template = load_template(str(corpus_dir / "Qwen3-Coder.jinja"))
     description = analyze(template)
     rendered = compile_template(template).render(
-        [{"role": "user", "content": "u"}, {"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": "set_unit", "arguments": {"unit": "kelvin"}}}]}],
-        tools=[units])
-    call = rendered[rendered.rindex("<tool_call>"):rendered.rindex("</tool_call>") + len("</tool_call>")]
+        [
+            {"role": "user", "content": "u"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"type": "function", "function": {"name": "set_unit", "arguments": {"unit": "kelvin"}}}],
+            },
+        ],
+        tools=[units],
+    )
+    call = rendered[rendered.rindex("<tool_call>") : rendered.rindex("</tool_call>") + len("</tool_call>")]
     assert "\nkelvin\n" in call
-    check(to_grammar(lower(description), [units], tool_choice="required"),
-          [call], [call.replace("kelvin", "fahrenheit"), call.replace("\nkelvin\n", "\n  kelvin\n")])
+    check(
+        to_grammar(lower(description), [units], tool_choice="required"),
+        [call],
+        [call.replace("kelvin", "fahrenheit"), call.replace("\nkelvin\n", "\n  kelvin\n")],
+    )
     assert json.loads(Parser(description, [units]).parse(call).tool_calls[0].arguments) == {"unit": "kelvin"}
 
 
@@ -511,5 +720,8 @@ def test_thinking_switched_off_leaves_no_room_for_reasoning():
     text = '<think>hm</think><call>\nget_weather({"location": "Paris"})</call>'
     check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required"), [text], [])
     check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required", thinking=True), [text], [])
-    check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required", thinking=False),
-          [text[len("<think>hm</think>"):]], [text])
+    check(
+        to_grammar(shape, [WEATHER_TOOL], tool_choice="required", thinking=False),
+        [text[len("<think>hm</think>") :]],
+        [text],
+    )

@@ -20,20 +20,37 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def dump_dom(path, profile) -> str:
     done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--dump-dom", path.as_uri()],
-        capture_output=True, text=True, timeout=120)
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-500:]
     return done.stdout
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (.ci/run installs Debian's package)")
-@pytest.mark.parametrize("name, expected", [
-    ("Qwen-Qwen2.5-7B-Instruct", ["<tool_call>", "</tool_call>", "<|im_end|>", "<tool_response>"]),
-    ("moonshotai-Kimi-K2", ["<|tool_calls_section_begin|>", "<|tool_call_argument_begin|>", "<|im_end|>"]),
-    ("mistralai-Mistral-Nemo-Instruct-2407", ["[TOOL_CALLS][", '[TOOL_RESULTS]{"content":']),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("Qwen-Qwen2.5-7B-Instruct", ["<tool_call>", "</tool_call>", "<|im_end|>", "<tool_response>"]),
+        ("moonshotai-Kimi-K2", ["<|tool_calls_section_begin|>", "<|tool_call_argument_begin|>", "<|im_end|>"]),
+        ("mistralai-Mistral-Nemo-Instruct-2407", ["[TOOL_CALLS][", '[TOOL_RESULTS]{"content":']),
+    ],
+)
 def test_page_loads_and_highlights_the_markers(name, expected, corpus_dir, tmp_path):
     template = load_template(str(corpus_dir / f"{name}.jinja"))
     description = analyze(template)
@@ -50,5 +67,6 @@ def test_page_loads_and_highlights_the_markers(name, expected, corpus_dir, tmp_p
     unescaped = {html.unescape(m) for m in marked}
     for marker in expected:
         assert marker in unescaped, f"{marker!r} is not highlighted"
-    assert dom.count('class="risk"') + dom.count('class="warning"') + dom.count('class="info"') == \
-        len(audit(description, evidence).findings)
+    assert dom.count('class="risk"') + dom.count('class="warning"') + dom.count('class="info"') == len(
+        audit(description, evidence).findings
+    )

@@ -18,16 +18,14 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-from analyzer.backends.parser import Parser, apply
-from analyzer.backends.parser import codegen
-from analyzer.backends.parser.codegen import generate_parser_module
-from analyzer.backends.parser import Delta, Message, ParseError
-from analyzer.description import Calls, loads
-from analyzer.errors import CodegenError, InputError
 from helpers.golden import GOLDEN, compile_for
 from helpers.roundtrip import CASES, TOOLS, case_outputs, descriptions, model_output
 from helpers.samples import SAMPLES, tools_for
+
+from analyzer.backends.parser import Delta, Message, ParseError, Parser, apply, codegen
+from analyzer.backends.parser.codegen import generate_parser_module
+from analyzer.description import Calls, loads
+from analyzer.errors import CodegenError, InputError
 
 _COUNTER = itertools.count()
 DESCRIPTIONS = descriptions()
@@ -64,7 +62,7 @@ def outputs(description, compiled):
     calls the tools refuse. Only the template's own refusal leaves a case out; any other error fails."""
     for case, text in case_outputs(description, compiled, CASES):
         yield case, text
-        yield f"{case}, cut off halfway", text[:len(text) // 2]
+        yield f"{case}, cut off halfway", text[: len(text) // 2]
     for case, calls in INVALID_CALLS.items():
         yield case, model_output(description, compiled, None, calls)
 
@@ -88,19 +86,33 @@ def fold(deltas: list[dict]) -> dict:
         call = d.get("tool_calls", [{}])[0]
         function = call.get("function", {})
         error = d.get("error")
-        apply(message, Delta(
-            content=d.get("content", ""), reasoning_content=d.get("reasoning_content", ""),
-            call_index=call.get("index"), call_id=call.get("id"), call_name=function.get("name"),
-            arguments=function.get("arguments", ""),
-            error=ParseError(error["kind"], error["message"], error.get("text", ""), error.get("call_index"))
-            if error else None))
+        apply(
+            message,
+            Delta(
+                content=d.get("content", ""),
+                reasoning_content=d.get("reasoning_content", ""),
+                call_index=call.get("index"),
+                call_id=call.get("id"),
+                call_name=function.get("name"),
+                arguments=function.get("arguments", ""),
+                error=ParseError(error["kind"], error["message"], error.get("text", ""), error.get("call_index"))
+                if error
+                else None,
+            ),
+        )
     return message.to_dict()
 
 
 def run_isolated(path: Path, text: str, *args: str) -> subprocess.CompletedProcess:
     """The module as a script, with no site-packages and no user environment: standard library only."""
-    return subprocess.run([sys.executable, "-I", "-S", str(path), *args], input=text.encode("utf-8"),
-                          capture_output=True, cwd=path.parent, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-I", "-S", str(path), *args],
+        input=text.encode("utf-8"),
+        capture_output=True,
+        cwd=path.parent,
+        timeout=60,
+        check=False,
+    )
 
 
 # --------------------------------------------------------------------------- the same behaviour
@@ -156,21 +168,30 @@ def test_generated_modules_run_on_the_standard_library_alone(corpus_dir, tmp_pat
         library = Parser(description, TOOLS)
         stream = library.stream()
         deltas = [delta.to_dict() for ch in text for delta in stream.feed(ch)] + [
-            delta.to_dict() for delta in stream.finish()]
+            delta.to_dict() for delta in stream.finish()
+        ]
         want = {"batch": library.parse(text).to_dict(), "deltas": deltas, "message": stream.message.to_dict()}
         expected[stem] = (description.template.name, want)
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER, encoding="utf-8")
-    run = subprocess.run([sys.executable, "-I", "-S", str(driver), str(tmp_path)], capture_output=True,
-                         timeout=300, check=False)
+    run = subprocess.run(
+        [sys.executable, "-I", "-S", str(driver), str(tmp_path)], capture_output=True, timeout=300, check=False
+    )
     assert run.returncode == 0, run.stderr.decode()
     results = json.loads(run.stdout)
     for stem, (name, want) in expected.items():
         assert results[stem] == want, name
 
 
-@pytest.mark.parametrize("template", ["Qwen3-Coder", "moonshotai-Kimi-K2", "meta-llama-Llama-3.2-3B-Instruct",
-                                      "NousResearch-Hermes-3-Llama-3.1-8B-tool_use"])
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Qwen3-Coder",
+        "moonshotai-Kimi-K2",
+        "meta-llama-Llama-3.2-3B-Instruct",
+        "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
+    ],
+)
 def test_command_line(template, corpus_dir, tmp_path):
     """``python FILE.py`` prints the message; ``--stream`` one delta per line, which fold into it."""
     description = next(d for d in DESCRIPTIONS if d.template.name == template)
@@ -197,8 +218,11 @@ def test_isolated_interpreter_cannot_see_the_library(tmp_path):
         assert run_isolated(probe, "").returncode != 0, module
 
 
-@pytest.mark.parametrize("description", DESCRIPTIONS[:1] + [d for d in DESCRIPTIONS if d.format == "tag-kv"][:1],
-                         ids=lambda d: d.template.name)
+@pytest.mark.parametrize(
+    "description",
+    DESCRIPTIONS[:1] + [d for d in DESCRIPTIONS if d.format == "tag-kv"][:1],
+    ids=lambda d: d.template.name,
+)
 def test_generated_source_imports_the_standard_library_only(description):
     tree = ast.parse(generate_parser_module(description, TOOLS))
     for node in ast.walk(tree):
@@ -236,8 +260,11 @@ def test_generated_module_parses_llama_samples_as_the_library(row, tmp_path):
 
 
 def test_template_without_calls(tmp_path):
-    description = next(loads(p.read_text(encoding="utf-8")) for p in sorted(GOLDEN.glob("*.json"))
-                       if not isinstance(loads(p.read_text(encoding="utf-8")).calls, Calls))
+    description = next(
+        loads(p.read_text(encoding="utf-8"))
+        for p in sorted(GOLDEN.glob("*.json"))
+        if not isinstance(loads(p.read_text(encoding="utf-8")).calls, Calls)
+    )
     generated = import_generated(generate_parser_module(description), tmp_path)
     text = "Hello there, <b>friend</b>."
     assert generated.TOOLS == []
@@ -249,12 +276,24 @@ def test_template_without_calls(tmp_path):
 
 
 VALIDATION_TOOLS = [
-    {"type": "function", "function": {"name": "set_alarm", "parameters": {"type": "object", "properties": {
-        "hour": {"type": "integer"}, "ratio": {"type": "number"}, "loud": {"type": "boolean"},
-        "tone": {"type": "string", "enum": ["beep", "chime"]},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "note": {"type": ["string", "null"]}},
-        "required": ["hour"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "set_alarm",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "hour": {"type": "integer"},
+                    "ratio": {"type": "number"},
+                    "loud": {"type": "boolean"},
+                    "tone": {"type": "string", "enum": ["beep", "chime"]},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "note": {"type": ["string", "null"]},
+                },
+                "required": ["hour"],
+            },
+        },
+    },
 ]
 
 
@@ -268,23 +307,27 @@ def _call(name: str, arguments: dict) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
-@pytest.mark.parametrize("arguments, kinds, mentions", [
-    ({"hour": 7}, [], []),
-    ({"hour": 7, "ratio": 1, "loud": False, "tone": "beep", "tags": ["a"], "note": None}, [], []),
-    ({"hour": 7.0}, [], []),  # 7.0 is an integer to JSON Schema
-    ({}, ["invalid_arguments"], ["hour", "required"]),
-    ({"hour": "7"}, ["invalid_arguments"], ["hour", "integer"]),
-    ({"hour": True}, ["invalid_arguments"], ["hour", "integer"]),
-    ({"hour": 7.5}, ["invalid_arguments"], ["hour", "integer"]),
-    ({"hour": 7, "ratio": "1"}, ["invalid_arguments"], ["ratio", "number"]),
-    ({"hour": 7, "ratio": False}, ["invalid_arguments"], ["ratio", "number"]),
-    ({"hour": 7, "loud": 1}, ["invalid_arguments"], ["loud", "boolean"]),
-    ({"hour": 7, "tone": "siren"}, ["invalid_arguments"], ["tone", "siren"]),
-    ({"hour": 7, "tags": ["a", 2]}, ["invalid_arguments"], ["tags/1", "string"]),
-    ({"hour": 7, "note": 3}, ["invalid_arguments"], ["note", "null"]),
-    ({"hour": 7, "volume": 3}, ["unknown_argument"], ["volume"]),
-    ({"hour": "x", "volume": 3}, ["unknown_argument", "invalid_arguments"], ["volume", "hour"]),
-], ids=str)
+@pytest.mark.parametrize(
+    "arguments, kinds, mentions",
+    [
+        ({"hour": 7}, [], []),
+        ({"hour": 7, "ratio": 1, "loud": False, "tone": "beep", "tags": ["a"], "note": None}, [], []),
+        ({"hour": 7.0}, [], []),  # 7.0 is an integer to JSON Schema
+        ({}, ["invalid_arguments"], ["hour", "required"]),
+        ({"hour": "7"}, ["invalid_arguments"], ["hour", "integer"]),
+        ({"hour": True}, ["invalid_arguments"], ["hour", "integer"]),
+        ({"hour": 7.5}, ["invalid_arguments"], ["hour", "integer"]),
+        ({"hour": 7, "ratio": "1"}, ["invalid_arguments"], ["ratio", "number"]),
+        ({"hour": 7, "ratio": False}, ["invalid_arguments"], ["ratio", "number"]),
+        ({"hour": 7, "loud": 1}, ["invalid_arguments"], ["loud", "boolean"]),
+        ({"hour": 7, "tone": "siren"}, ["invalid_arguments"], ["tone", "siren"]),
+        ({"hour": 7, "tags": ["a", 2]}, ["invalid_arguments"], ["tags/1", "string"]),
+        ({"hour": 7, "note": 3}, ["invalid_arguments"], ["note", "null"]),
+        ({"hour": 7, "volume": 3}, ["unknown_argument"], ["volume"]),
+        ({"hour": "x", "volume": 3}, ["unknown_argument", "invalid_arguments"], ["volume", "hour"]),
+    ],
+    ids=str,
+)
 def test_validation_errors_are_reported(json_template, tmp_path, arguments, kinds, mentions):
     generated = import_generated(generate_parser_module(json_template, VALIDATION_TOOLS), tmp_path)
     text = _call("set_alarm", arguments)
@@ -307,8 +350,12 @@ KEYWORD_SCHEMA = {
         "nullable": {"type": "integer", "nullable": True},
         "choice": {"enum": ["a", "b"]},
         "fixed": {"const": 3},
-        "nested": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
-                   "additionalProperties": False},
+        "nested": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+            "additionalProperties": False,
+        },
         "list": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2, "uniqueItems": True},
         "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]},
         "text": {"type": "string", "minLength": 2, "maxLength": 4, "pattern": "^a+$"},
@@ -327,13 +374,31 @@ KEYWORD_SCHEMA = {
 }
 KEYWORD_TOOLS = [{"type": "function", "function": {"name": "check", "parameters": KEYWORD_SCHEMA}}]
 BROKEN = {
-    "type list": {"typed": 1}, "nullable": {"nullable": "x"}, "enum": {"choice": "c"}, "const": {"fixed": 4},
-    "required": {}, "additionalProperties": {"nested": {"n": 1, "m": 2}}, "nested required": {"nested": {}},
-    "items": {"list": ["x"]}, "minItems": {"list": []}, "maxItems": {"list": [1, 2, 3]}, "uniqueItems": {"list": [1, 1]},
-    "prefixItems": {"pair": [1, "x"]}, "minLength": {"text": "a"}, "maxLength": {"text": "aaaaa"},
-    "pattern": {"text": "bb"}, "minimum": {"count": -2}, "maximum": {"count": 12}, "multipleOf": {"count": 3},
-    "exclusiveMinimum": {"ratio": 0}, "exclusiveMaximum": {"ratio": 1}, "anyOf": {"any": [1]},
-    "oneOf": {"one": 7}, "allOf": {"all": 3}, "not": {"never": "s"}, "$ref to $defs": {"ref": 0},
+    "type list": {"typed": 1},
+    "nullable": {"nullable": "x"},
+    "enum": {"choice": "c"},
+    "const": {"fixed": 4},
+    "required": {},
+    "additionalProperties": {"nested": {"n": 1, "m": 2}},
+    "nested required": {"nested": {}},
+    "items": {"list": ["x"]},
+    "minItems": {"list": []},
+    "maxItems": {"list": [1, 2, 3]},
+    "uniqueItems": {"list": [1, 1]},
+    "prefixItems": {"pair": [1, "x"]},
+    "minLength": {"text": "a"},
+    "maxLength": {"text": "aaaaa"},
+    "pattern": {"text": "bb"},
+    "minimum": {"count": -2},
+    "maximum": {"count": 12},
+    "multipleOf": {"count": 3},
+    "exclusiveMinimum": {"ratio": 0},
+    "exclusiveMaximum": {"ratio": 1},
+    "anyOf": {"any": [1]},
+    "oneOf": {"one": 7},
+    "allOf": {"all": 3},
+    "not": {"never": "s"},
+    "$ref to $defs": {"ref": 0},
     "$ref to definitions": {"old_ref": 0},
 }
 
@@ -379,13 +444,20 @@ def test_generation_is_deterministic():
     source = generate_parser_module(description, TOOLS)
     assert generate_parser_module(description, TOOLS) == source
     path = GOLDEN / f"{description.template.name}.json"
-    script = ("import json, sys; from analyzer.description import loads; "
-              "from analyzer.backends.parser.codegen import generate_parser_module; "
-              f"sys.stdout.write(generate_parser_module(loads(open({str(path)!r}, encoding='utf-8').read()), "
-              f"json.loads({json.dumps(TOOLS)!r})))")
+    script = (
+        "import json, sys; from analyzer.description import loads; "
+        "from analyzer.backends.parser.codegen import generate_parser_module; "
+        f"sys.stdout.write(generate_parser_module(loads(open({str(path)!r}, encoding='utf-8').read()), "
+        f"json.loads({json.dumps(TOOLS)!r})))"
+    )
     for seed in ("1", "2"):
-        run = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, check=True,
-                             env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONIOENCODING": "utf-8"})
+        run = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            timeout=120,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONIOENCODING": "utf-8"},
+        )
         assert run.stdout.decode("utf-8") == source, f"PYTHONHASHSEED={seed}"
 
 
@@ -400,10 +472,18 @@ def test_docstring_names_template_version_and_generation():
 
 
 def test_tools_are_embedded_as_given(tmp_path):
-    tools = [{"type": "function", "function": {"name": "echo", "description": 'says """, \\, __CORE__, é, \U0001f600',
-                                                "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "echo",
+                "description": 'says """, \\, __CORE__, é, \U0001f600',
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     generated = import_generated(generate_parser_module(DESCRIPTIONS[0], tools), tmp_path)
-    assert generated.TOOLS == tools
+    assert tools == generated.TOOLS
     with pytest.raises(InputError):
         generate_parser_module(DESCRIPTIONS[0], [{"weight": float("nan")}])
 
@@ -417,10 +497,11 @@ def test_runtime_is_copied_as_written():
     folder = Path(analyzer.runtime.__file__).parent
     for module in codegen.RUNTIME_MODULES:
         text = (folder / f"{module}.py").read_text(encoding="utf-8")
-        kept = [line for line in text.splitlines()
-                if not line.startswith(("from .", "from __future__"))]
+        kept = [line for line in text.splitlines() if not line.startswith(("from .", "from __future__"))]
         assert "\n".join(kept).strip("\n") in source, module
-    assert sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__") == sorted(codegen.RUNTIME_MODULES)
+    assert sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__") == sorted(
+        codegen.RUNTIME_MODULES
+    )
 
 
 def _runtime_copy(tmp_path: Path) -> Path:
@@ -445,29 +526,42 @@ def test_runtime_imports_the_standard_library_only(tmp_path):
         "import json, sys\n"
         "shape = shape_from_dict(json.loads(sys.stdin.read()))\n"
         f"tools = {TOOLS!r}\n"
-        "message = Parser(shape, tools).parse('<tool_call>\\n{\"name\": \"get_weather\", \"arguments\": {\"days\": 2}}\\n</tool_call>')\n"
+        'message = Parser(shape, tools).parse(\'<tool_call>\\n{"name": "get_weather", "arguments": {"days": 2}}\\n</tool_call>\')\n'
         "print(json.dumps(message.to_dict()))\n"
-        "print(sorted(name for name in sys.modules if name.split('.')[0] not in (*sys.stdlib_module_names, '__main__')))\n")
+        "print(sorted(name for name in sys.modules if name.split('.')[0] not in (*sys.stdlib_module_names, '__main__')))\n"
+    )
     description = next(d for d in DESCRIPTIONS if d.template.name == "NousResearch-Hermes-3-Llama-3.1-8B-tool_use")
     from analyzer.lower import lower
     from analyzer.runtime.shape import shape_to_dict
 
-    run = subprocess.run([sys.executable, "-I", "-S", "-c", script], input=json.dumps(shape_to_dict(lower(description))),
-                         capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
+    run = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script],
+        input=json.dumps(shape_to_dict(lower(description))),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     message_line, modules_line = run.stdout.splitlines()
     message = json.loads(message_line)
     assert message["tool_calls"][0]["function"]["name"] == "get_weather"
     assert [e["kind"] for e in message["errors"]] == ["invalid_arguments"]  # location is required
-    assert modules_line == str(sorted(["runtime", *(f"runtime.{m}" for m in codegen.RUNTIME_MODULES
-                                                    if m != "command")]))
+    assert modules_line == str(
+        sorted(["runtime", *(f"runtime.{m}" for m in codegen.RUNTIME_MODULES if m != "command")])
+    )
 
 
-@pytest.mark.parametrize("addition, problem", [
-    ("import jsonschema\n", "not in the standard library"),
-    ("def decode(text):\n    return text\n", "also defined in"),
-    ("from .message import (\n    Delta,\n)\n", "one line"),
-], ids=["third-party import", "name defined twice", "relative import over lines"])
+@pytest.mark.parametrize(
+    "addition, problem",
+    [
+        ("import jsonschema\n", "not in the standard library"),
+        ("def decode(text):\n    return text\n", "also defined in"),
+        ("from .message import (\n    Delta,\n)\n", "one line"),
+    ],
+    ids=["third-party import", "name defined twice", "relative import over lines"],
+)
 def test_generation_refuses_what_one_namespace_cannot_hold(tmp_path, monkeypatch, addition, problem):
     folder = _runtime_copy(tmp_path)
     path = folder / "calls.py"

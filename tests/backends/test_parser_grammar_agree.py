@@ -12,14 +12,14 @@ import json
 import string
 
 import pytest
+from helpers.gbnf_check import accepts
+from helpers.grammar import TOOLS, calls_span, case, described, model_output
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.runtime.shape import KeyValueArgs, Marker
-from helpers.gbnf_check import accepts
-from helpers.grammar import TOOLS, calls_span, case, described, model_output
 
 TEMPLATES = described()
 
@@ -33,17 +33,26 @@ def in_schema_order(draw_optional: dict, order: list[str]) -> st.SearchStrategy[
     """Arguments in the order the schema declares them (the grammar asks for that order, as
     llama.cpp's does; the parser takes any)."""
     return st.fixed_dictionaries({}, optional=draw_optional).map(
-        lambda args: {key: args[key] for key in order if key in args})
+        lambda args: {key: args[key] for key in order if key in args}
+    )
 
 
 WEATHER_ARGS = st.tuples(NAME_TEXT, in_schema_order({"days": st.integers(-5, 10_000)}, ["days"])).map(
-    lambda pair: {"location": pair[0], **pair[1]})
-SEARCH_ARGS = st.tuples(NAME_TEXT, in_schema_order(
-    {"filters": st.fixed_dictionaries({}, optional={"lang": st.sampled_from(["fr", "de"]),
-                                                    "max_age": st.integers(0, 30)}).map(
-        lambda f: {k: f[k] for k in ("lang", "max_age") if k in f}),
-     "limit": st.integers(0, 99), "exact": st.booleans()},
-    ["filters", "limit", "exact"])).map(lambda pair: {"query": pair[0], **pair[1]})
+    lambda pair: {"location": pair[0], **pair[1]}
+)
+SEARCH_ARGS = st.tuples(
+    NAME_TEXT,
+    in_schema_order(
+        {
+            "filters": st.fixed_dictionaries(
+                {}, optional={"lang": st.sampled_from(["fr", "de"]), "max_age": st.integers(0, 30)}
+            ).map(lambda f: {k: f[k] for k in ("lang", "max_age") if k in f}),
+            "limit": st.integers(0, 99),
+            "exact": st.booleans(),
+        },
+        ["filters", "limit", "exact"],
+    ),
+).map(lambda pair: {"query": pair[0], **pair[1]})
 GRAMMARS: dict[str, str] = {}
 # Templates whose nested objects neither backend reads yet, with the reason (drawn without them).
 NESTED_AS_TAGS = {"MiniMax-M3": "nested objects are written as nested tags (<filters><lang>fr</lang>...)"}
@@ -79,11 +88,12 @@ def test_parser_and_grammar_take_the_same_rendered_calls(name, corpus_dir, weath
     if name in NESTED_AS_TAGS:
         assume("filters" not in search)
     parallel = c.description.capabilities.parallel_calls.status == "yes"
-    calls = [("get_weather", weather, "Ab3De6Gh9"), ("search", search, "Zy8Xw7Vu6")][:2 if parallel else 1]
+    calls = [("get_weather", weather, "Ab3De6Gh9"), ("search", search, "Zy8Xw7Vu6")][: 2 if parallel else 1]
     output = model_output(c, calls)
     message = Parser(c.description, TOOLS).parse(output)
-    assert [(call.name, json.loads(call.arguments)) for call in message.tool_calls] == \
-        [(call_name, args) for call_name, args, _ in calls], output
+    assert [(call.name, json.loads(call.arguments)) for call in message.tool_calls] == [
+        (call_name, args) for call_name, args, _ in calls
+    ], output
     assert not message.errors, message.errors
     start, end = calls_span(c.shape, output, len(calls))
     grammar = GRAMMARS.setdefault(name, to_grammar(c.shape, TOOLS).text)  # type: ignore[union-attr]

@@ -6,71 +6,119 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from analyzer.backends.parser import Message, Parser, apply
 from helpers.golden import golden
 from helpers.roundtrip import TOOLS
 
-NULLABLE = [{"type": "function", "function": {"name": "set_value", "parameters": {
-    "type": "object", "properties": {"v": {"type": ["string", "null"]}}}}}]
+from analyzer.backends.parser import Message, Parser, apply
+
+NULLABLE = [
+    {
+        "type": "function",
+        "function": {
+            "name": "set_value",
+            "parameters": {"type": "object", "properties": {"v": {"type": ["string", "null"]}}},
+        },
+    }
+]
 DEEP = "[" * 1000 + "]" * 1000
 
 # (template, model output, what the message must hold: a predicate over its dict, tools)
 CASES = {
     "lone surrogate escape in a name": (
-        "Qwen-Qwen2.5-7B-Instruct", '<tool_call>\n{"name": "\\ud800", "arguments": {}}\n</tool_call>',
-        lambda m: m["tool_calls"][0]["function"]["name"] == "\ufffd" and m["errors"][0]["kind"] == "unknown_tool"),
+        "Qwen-Qwen2.5-7B-Instruct",
+        '<tool_call>\n{"name": "\\ud800", "arguments": {}}\n</tool_call>',
+        lambda m: m["tool_calls"][0]["function"]["name"] == "\ufffd" and m["errors"][0]["kind"] == "unknown_tool",
+    ),
     "nesting of a thousand levels": (
-        "Qwen-Qwen2.5-7B-Instruct", '<tool_call>\n{"name": "search", "arguments": {"query": ' + DEEP + '}}\n</tool_call>',
-        lambda m: [e["kind"] for e in m["errors"]] == ["malformed_call"] and DEEP in m["errors"][0]["text"]),
+        "Qwen-Qwen2.5-7B-Instruct",
+        '<tool_call>\n{"name": "search", "arguments": {"query": ' + DEEP + "}}\n</tool_call>",
+        lambda m: [e["kind"] for e in m["errors"]] == ["malformed_call"] and DEEP in m["errors"][0]["text"],
+    ),
     "a Python bytes key": (
-        "LFM2.5-8B-A1B", "<|tool_call_start|>[search(query={b'q': 1})]<|tool_call_end|>",
-        lambda m: json.loads(m["tool_calls"][0]["function"]["arguments"]) == {"query": {"q": 1}}),
+        "LFM2.5-8B-A1B",
+        "<|tool_call_start|>[search(query={b'q': 1})]<|tool_call_end|>",
+        lambda m: json.loads(m["tool_calls"][0]["function"]["arguments"]) == {"query": {"q": 1}},
+    ),
     "NaN, Infinity and a lone surrogate in arguments": (
         "Qwen-Qwen2.5-7B-Instruct",
         '<tool_call>\n{"name": "search", "arguments": {"query": "a\\udc00", "n": NaN, "m": 1e999}}\n</tool_call>',
-        lambda m: json.loads(m["tool_calls"][0]["function"]["arguments"]) == {"query": "a\udc00", "n": "NaN",
-                                                                              "m": "Infinity"}
-        and sum("no JSON number" in e["message"] for e in m["errors"]) == 2),
+        lambda m: (
+            json.loads(m["tool_calls"][0]["function"]["arguments"]) == {"query": "a\udc00", "n": "NaN", "m": "Infinity"}
+            and sum("no JSON number" in e["message"] for e in m["errors"]) == 2
+        ),
+    ),
     "an empty calls section": (
-        "moonshotai-Kimi-K2", "<|tool_calls_section_begin|><|tool_calls_section_end|>",
-        lambda m: m["errors"] == [] and not m.get("tool_calls")),
+        "moonshotai-Kimi-K2",
+        "<|tool_calls_section_begin|><|tool_calls_section_end|>",
+        lambda m: m["errors"] == [] and not m.get("tool_calls"),
+    ),
     "a closer with whitespace inside": (
-        "Apriel-1.6-15b-Thinker-fixed", '<tool_calls>[{"name": "list_files", "arguments": {}}]</tool_cal ls>',
-        lambda m: "</tool_cal ls>" in (m["content"] or "")),
+        "Apriel-1.6-15b-Thinker-fixed",
+        '<tool_calls>[{"name": "list_files", "arguments": {}}]</tool_cal ls>',
+        lambda m: "</tool_cal ls>" in (m["content"] or ""),
+    ),
     "a closer cut short across two markers": (
         "CohereForAI-c4ai-command-r-plus-tool_use",
         'Action: ```json\n[\n    {\n        "tool_name": "list_files",\n        "parameters": {}\n    }\n]\n`',
-        lambda m: m["tool_calls"][0]["function"]["name"] == "list_files" and not m["errors"]),
+        lambda m: m["tool_calls"][0]["function"]["name"] == "list_files" and not m["errors"],
+    ),
     "a duplicated prefix": (
-        "muse-glimmer", ' to=to=get_weather<|message|>{"location": "x"}<|call|>',
-        lambda m: "to=get_weather" in (m["content"] or "")),
+        "muse-glimmer",
+        ' to=to=get_weather<|message|>{"location": "x"}<|call|>',
+        lambda m: "to=get_weather" in (m["content"] or ""),
+    ),
     "leading whitespace in reasoning": (
-        "MiniMax-M2", "\n</THINK>", lambda m: not m["reasoning_content"].startswith("\n")),
+        "MiniMax-M2",
+        "\n</THINK>",
+        lambda m: not m["reasoning_content"].startswith("\n"),
+    ),
     "a misspelled arguments key and an extra field": (
-        "Qwen-Qwen2.5-7B-Instruct", '<tool_call>\n{"name": "search", "argument": {"query": "x"}, "extra": 1}\n</tool_call>',
-        lambda m: sorted(e["text"] for e in m["errors"] if e["kind"] == "unknown_call_field")
-        == ['"argument": {"query": "x"}', '"extra": 1']),
+        "Qwen-Qwen2.5-7B-Instruct",
+        '<tool_call>\n{"name": "search", "argument": {"query": "x"}, "extra": 1}\n</tool_call>',
+        lambda m: (
+            sorted(e["text"] for e in m["errors"] if e["kind"] == "unknown_call_field")
+            == ['"argument": {"query": "x"}', '"extra": 1']
+        ),
+    ),
     "a reply cut inside the call's opening marker": (
-        "Qwen-Qwen2.5-7B-Instruct", "Hello <tool_call",
-        lambda m: m["content"] == "Hello" and m["errors"][0] == {
-            "kind": "unterminated_call", "message": "the output ends inside a call's opening marker",
-            "text": "<tool_call", "call_index": 0}),
+        "Qwen-Qwen2.5-7B-Instruct",
+        "Hello <tool_call",
+        lambda m: (
+            m["content"] == "Hello"
+            and m["errors"][0]
+            == {
+                "kind": "unterminated_call",
+                "message": "the output ends inside a call's opening marker",
+                "text": "<tool_call",
+                "call_index": 0,
+            }
+        ),
+    ),
     "None for a nullable argument in a Python call": (
-        "LFM2.5-8B-A1B", "<|tool_call_start|>[set_value(v=None)]<|tool_call_end|>",
-        lambda m: json.loads(m["tool_calls"][0]["function"]["arguments"]) == {"v": None} and not m["errors"]),
+        "LFM2.5-8B-A1B",
+        "<|tool_call_start|>[set_value(v=None)]<|tool_call_end|>",
+        lambda m: json.loads(m["tool_calls"][0]["function"]["arguments"]) == {"v": None} and not m["errors"],
+    ),
     "an argument closed by another name": (
-        "MiniMax-M3", '</mm:think>]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>['
-                      '<dQzvk1ays>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>',
-        lambda m: m["errors"] and "dQzvk1ays" in (m["content"] or "") + "".join(e.get("text", "") for e in m["errors"])
-        and "dQzvk1ays" not in "".join(c["function"]["arguments"] for c in m.get("tool_calls") or [])),
+        "MiniMax-M3",
+        '</mm:think>]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>['
+        "<dQzvk1ays>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+        lambda m: (
+            m["errors"]
+            and "dQzvk1ays" in (m["content"] or "") + "".join(e.get("text", "") for e in m["errors"])
+            and "dQzvk1ays" not in "".join(c["function"]["arguments"] for c in m.get("tool_calls") or [])
+        ),
+    ),
     "an index that is not a number": (
         "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
         '<|START_ACTION|>[\n    {"tool_call_id": "x9", "tool_name": "list_files", "parameters": {}}\n]<|END_ACTION|>',
-        lambda m: any(e["kind"] == "unknown_call_field" and '"x9"' in e["text"] for e in m["errors"])),
+        lambda m: any(e["kind"] == "unknown_call_field" and '"x9"' in e["text"] for e in m["errors"]),
+    ),
     "a lone surrogate in the output text": (
-        "Qwen-Qwen2.5-7B-Instruct", "Hi \ud800 there",
-        lambda m: m["content"] == "Hi \ufffd there" and m["errors"][0]["kind"] == "invalid_utf8"),
+        "Qwen-Qwen2.5-7B-Instruct",
+        "Hi \ud800 there",
+        lambda m: m["content"] == "Hi \ufffd there" and m["errors"][0]["kind"] == "invalid_utf8",
+    ),
 }
 
 
@@ -84,7 +132,7 @@ def test_bad_output_is_read_and_reported(case: str) -> None:
     for size in (1, 3):
         stream, message = parser.stream(), Message()
         for at in range(0, len(text), size):
-            for delta in stream.feed(text[at:at + size]):
+            for delta in stream.feed(text[at : at + size]):
                 apply(message, delta)
         for delta in stream.finish():
             apply(message, delta)

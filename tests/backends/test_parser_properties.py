@@ -7,18 +7,31 @@ import json
 from functools import cache
 
 import pytest
+from helpers.golden import golden
+from helpers.roundtrip import TOOLS, case_outputs, compile_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzer.backends.parser import Message, Parser, apply
-from helpers.golden import golden
-from helpers.roundtrip import TOOLS, case_outputs, compile_for
 
 # A spread of format classes, so the property runs stay quick.
-SAMPLE = [golden(name) for name in (
-    "Qwen-Qwen2.5-7B-Instruct", "Qwen3-Coder", "moonshotai-Kimi-K2", "mistralai-Mistral-Nemo-Instruct-2407",
-    "LFM2.5-8B-A1B", "google-gemma-4-31B-it", "openai-gpt-oss-120b", "Qwen3.5-4B", "GLM-4.7-Flash",
-    "meta-llama-Llama-3.1-8B-Instruct", "deepseek-ai-DeepSeek-V3.2", "upstage-Solar-Open-100B")]
+SAMPLE = [
+    golden(name)
+    for name in (
+        "Qwen-Qwen2.5-7B-Instruct",
+        "Qwen3-Coder",
+        "moonshotai-Kimi-K2",
+        "mistralai-Mistral-Nemo-Instruct-2407",
+        "LFM2.5-8B-A1B",
+        "google-gemma-4-31B-it",
+        "openai-gpt-oss-120b",
+        "Qwen3.5-4B",
+        "GLM-4.7-Flash",
+        "meta-llama-Llama-3.1-8B-Instruct",
+        "deepseek-ai-DeepSeek-V3.2",
+        "upstage-Solar-Open-100B",
+    )
+]
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -60,7 +73,7 @@ def test_mutated_outputs_never_raise_and_stream_equals_batch(description, output
     # Mutations: cut the text short, delete a slice, or insert random text somewhere.
     kind = data.draw(st.sampled_from(["truncate", "delete", "insert", "none"]))
     if kind == "truncate":
-        text = text[:data.draw(st.integers(0, len(text)))]
+        text = text[: data.draw(st.integers(0, len(text)))]
     elif kind == "delete" and text:
         a = data.draw(st.integers(0, len(text) - 1))
         b = data.draw(st.integers(a, min(len(text), a + 12)))
@@ -75,8 +88,9 @@ def test_mutated_outputs_never_raise_and_stream_equals_batch(description, output
     json.dumps(batch.to_dict())  # always serialisable
 
 
-PLAIN = st.text(alphabet=st.characters(blacklist_characters="<>[]{}|\\`", blacklist_categories=("Cs",)),
-                min_size=1, max_size=80)
+PLAIN = st.text(
+    alphabet=st.characters(blacklist_characters="<>[]{}|\\`", blacklist_categories=("Cs",)), min_size=1, max_size=80
+)
 
 
 @pytest.mark.parametrize("description", SAMPLE, ids=lambda d: d.template.name)

@@ -21,18 +21,25 @@ import traceback
 
 import pytest
 
+# test_parser_codegen.py loads this file by path and reads TOOLS, CASES, descriptions, compile_for and
+# model_output from it: they are re-exported here on purpose.
+from helpers.roundtrip import (
+    CASES,
+    REASONING,
+    TOOLS,
+    compile_for,
+    descriptions,
+    model_output,
+    not_written,
+)
+
 from analyzer.backends.parser import Message, Parser, apply
 from analyzer.description import Reasoning
 from analyzer.errors import RenderError
-# test_parser_codegen.py loads this file by path and reads TOOLS, CASES, descriptions, compile_for and
-# model_output from it: they are re-exported here on purpose.
-from helpers.roundtrip import (  # noqa: F401
-    CASES, REASONING, TOOLS, compile_for, descriptions, model_output, not_written,
-)
 
 
 def check(description, corpus_dir, case):
-    """"ok", "n/a: why" (the description says the template does not write the case, or the template
+    """ "ok", "n/a: why" (the description says the template does not write the case, or the template
     refuses it), or "FAIL ..." (a wrong message, or an exception raised by our code or the engine)."""
     content, calls = CASES[case]
     reason = not_written(description, content, calls)
@@ -47,7 +54,7 @@ def check(description, corpus_dir, case):
                 return f"n/a: the template refuses it ({exc})"
             raise
         return compare(description, output, content, calls)
-    except Exception as exc:  # noqa: BLE001 - reported as a failure of this case, with where it was raised
+    except Exception as exc:
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         return f"FAIL raised {type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})"
 
@@ -77,16 +84,26 @@ def compare(description, output, content, calls):
 
 # Cases that fail for a known reason, kept visible here (strict xfail: fixing one must update this).
 KNOWN_FAILURES = {
-    ("NVIDIA-Nemotron-Nano-v2", "content before a call"):
-        "content and calls are written as two assistant messages; the second header is not described",
-    ("deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "parallel calls"):
-        "the template closes the calls section only when there are several calls",
-    ("meetkai-functionary-medium-v3.2", "content before a call"):
-        "after content, the first call is written behind '>>>', which the description does not record",
-    ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "content before a call"):
-        "the template writes the content after the calls, as a new assistant message",
-    ("openai-gpt-oss-120b", "content before a call"):
-        "the template writes content beside calls into the analysis channel (as reasoning)",
+    (
+        "NVIDIA-Nemotron-Nano-v2",
+        "content before a call",
+    ): "content and calls are written as two assistant messages; the second header is not described",
+    (
+        "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
+        "parallel calls",
+    ): "the template closes the calls section only when there are several calls",
+    (
+        "meetkai-functionary-medium-v3.2",
+        "content before a call",
+    ): "after content, the first call is written behind '>>>', which the description does not record",
+    (
+        "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
+        "content before a call",
+    ): "the template writes the content after the calls, as a new assistant message",
+    (
+        "openai-gpt-oss-120b",
+        "content before a call",
+    ): "the template writes content beside calls into the analysis channel (as reasoning)",
     ("MiniMax-M3", "nested object"): "nested objects are written as nested tags, which the parser does not read yet",
 }
 
@@ -120,11 +137,15 @@ class _RaisingTemplate:
         raise self.exc
 
 
-@pytest.mark.parametrize("exc, verdict", [
-    (RenderError("t: template raised: one call only", raised_by_template=True), "n/a: the template refuses it"),
-    (RenderError("t: invalid operation: undefined"), "FAIL raised RenderError: t: invalid operation"),
-    (KeyError("arguments"), "FAIL raised KeyError: 'arguments'"),
-], ids=["refused by the template", "engine error", "our own error"])
+@pytest.mark.parametrize(
+    "exc, verdict",
+    [
+        (RenderError("t: template raised: one call only", raised_by_template=True), "n/a: the template refuses it"),
+        (RenderError("t: invalid operation: undefined"), "FAIL raised RenderError: t: invalid operation"),
+        (KeyError("arguments"), "FAIL raised KeyError: 'arguments'"),
+    ],
+    ids=["refused by the template", "engine error", "our own error"],
+)
 def test_only_the_templates_own_refusal_is_not_applicable(monkeypatch, exc, verdict):
     monkeypatch.setattr(sys.modules[__name__], "compile_for", lambda description, corpus_dir: _RaisingTemplate(exc))
     assert check(descriptions()[0], None, "one call").startswith(verdict)
@@ -141,7 +162,7 @@ def test_arguments_written_as_a_python_dict_come_back_as_json():
     assert json.loads(message.tool_calls[0].arguments) == {"a": "x"}
 
 
-def python_dict_parser():  # noqa: N802 - a factory named after what it builds
+def python_dict_parser():
     from analyzer.lower import calls_shape, output_shape
     from analyzer.runtime.shape import JsonArgs, Marker, Name
 

@@ -7,11 +7,12 @@ import json
 
 import pytest
 
+# test_parser_codegen.py loads this file by path and reads SAMPLES and tools_for from it.
+from helpers.samples import SAMPLES, tools_for
+
 from analyzer.analysis import analyze
 from analyzer.backends.parser import Parser
 from analyzer.sources import load_template
-# test_parser_codegen.py loads this file by path and reads SAMPLES and tools_for from it.
-from helpers.samples import SAMPLES, tools_for
 
 # Samples whose expected message needs something our descriptions say the template does not do,
 # with the reason (kept visible: a strict xfail turns into a failure once it passes).

@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
+from helpers.cli import run
+from helpers.gbnf_check import Checker
+from helpers.stand_in import url
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 from analyzer import corpus
 from analyzer.analysis import analyze
@@ -23,36 +26,60 @@ from analyzer.backends.prompted.conversation import FIRST_USER_TURN, SYSTEM_TURN
 from analyzer.backends.prompted.format import FENCE_OPEN, call_text, fenced
 from analyzer.lower import Marker, ReasoningShape
 from analyzer.sources import load_template
-from helpers.cli import run
-from helpers.gbnf_check import Checker
-from helpers.stand_in import url
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "kelvin"]},
-        "days": {"type": "integer"}},
-        "required": ["city"]}}}
-LIGHT = {"type": "function", "function": {
-    "name": "switch_light", "description": "Turn the light on or off",
-    "parameters": {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "kelvin"]},
+                "days": {"type": "integer"},
+            },
+            "required": ["city"],
+        },
+    },
+}
+LIGHT = {
+    "type": "function",
+    "function": {
+        "name": "switch_light",
+        "description": "Turn the light on or off",
+        "parameters": {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"]},
+    },
+}
 TOOLS = [WEATHER, LIGHT]
 ASKED = [{"role": "user", "content": "What is the weather in Paris?"}]
-ANSWERED = [*ASKED,
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
-                {"id": "c2", "type": "function", "function": {"name": "switch_light", "arguments": {"on": True}}}]},
-            # results come back out of order: the prompt puts them in call order
-            {"role": "tool", "tool_call_id": "c2", "content": "done"},
-            {"role": "tool", "tool_call_id": "c1", "content": "{\"temp\": 21}"},
-            {"role": "user", "content": "Thanks. And tomorrow?"}]
+ANSWERED = [
+    *ASKED,
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "switch_light", "arguments": {"on": True}}},
+        ],
+    },
+    # results come back out of order: the prompt puts them in call order
+    {"role": "tool", "tool_call_id": "c2", "content": "done"},
+    {"role": "tool", "tool_call_id": "c1", "content": '{"temp": 21}'},
+    {"role": "user", "content": "Thanks. And tomorrow?"},
+]
 
-CALLS = [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Zürich \"old\"\n", "unit": "kelvin", "days": 3}),
-         ("switch_light", {"on": False})]
-WRONG_CALLS = [("get_weather", {"unit": "kelvin"}),  # required argument missing
-               ("get_weather", {"city": "Paris", "unit": "fahrenheit"}),  # not in the enum
-               ("switch_light", {"on": "yes"}),  # wrong type
-               ("open_door", {})]  # not a declared tool
+CALLS = [
+    ("get_weather", {"city": "Paris"}),
+    ("get_weather", {"city": 'Zürich "old"\n', "unit": "kelvin", "days": 3}),
+    ("switch_light", {"on": False}),
+]
+WRONG_CALLS = [
+    ("get_weather", {"unit": "kelvin"}),  # required argument missing
+    ("get_weather", {"city": "Paris", "unit": "fahrenheit"}),  # not in the enum
+    ("switch_light", {"on": "yes"}),  # wrong type
+    ("open_door", {}),
+]  # not a declared tool
 
 
 @cache
@@ -83,7 +110,7 @@ def test_the_prompt_goes_through_the_template(template_case) -> None:
     for style in ("json", "fenced"):
         setup = prompted(template, description, ANSWERED, TOOLS, style=style)
         prompt = setup.prompt.text
-        assert "get_weather(city: string, unit?: \"celsius\" | \"kelvin\", days?: integer)" in prompt
+        assert 'get_weather(city: string, unit?: "celsius" | "kelvin", days?: integer)' in prompt
         assert prompt.index("You can use these tools") < prompt.index("What is the weather in Paris?")
         # the history's calls in the reply format, results as a user turn in call order with the tool's name
         assert call_text("get_weather", {"city": "Paris"}) in prompt
@@ -162,7 +189,7 @@ def test_auto_allows_an_answer_or_a_call_and_none_only_an_answer(template_case) 
         assert checker.check(text), checker.check(text).reason
         jsonschema.validate(json.loads(text), schema)
     assert _read(auto, '{"answer": "It is \\"sunny\\".\\nBye"}').content == 'It is "sunny".\nBye'
-    for text in ('It is sunny.', '{"answer": "a", "tool": "switch_light"}', '{"reply": "hi"}'):
+    for text in ("It is sunny.", '{"answer": "a", "tool": "switch_light"}', '{"reply": "hi"}'):
         assert not checker.check(text), text
     none = prompted(template, description, ASKED, TOOLS, style="json", tool_choice="none")
     assert Checker(none.grammar.text).check('{"answer": "hi"}')
@@ -195,7 +222,7 @@ def _json_format(**options: Any):
 def _stream(parser: PromptedParser, text: str, size: int) -> Message:
     session, message = parser.stream(), Message()
     for at in range(0, len(text), size):
-        for delta in session.feed(text[at:at + size]):
+        for delta in session.feed(text[at : at + size]):
             apply(message, delta)
     for delta in session.finish():
         apply(message, delta)
@@ -231,9 +258,14 @@ def test_json_replies_are_read_and_malformed_ones_reported() -> None:
     assert read["prose only"].content == "I cannot help with that." and not read["prose only"].errors
     assert _calls(read["braces in prose"]) == [("switch_light", {"on": True})]
     assert read["braces in prose"].content == "Use {x} here:"
-    expected_errors = {"missing closing brace": "unterminated_call", "invalid JSON": "malformed_call",
-                       "unknown tool": "unknown_tool", "neither key": "not_a_reply", "both keys": "malformed_call",
-                       "cut answer": "unterminated_call"}
+    expected_errors = {
+        "missing closing brace": "unterminated_call",
+        "invalid JSON": "malformed_call",
+        "unknown tool": "unknown_tool",
+        "neither key": "not_a_reply",
+        "both keys": "malformed_call",
+        "cut answer": "unterminated_call",
+    }
     for name, kind in expected_errors.items():
         assert [e.kind for e in read[name].errors] == [kind], (name, read[name].errors)
     # nothing is lost: what is not content or a call is in the error
@@ -248,28 +280,36 @@ def test_streaming_in_any_chunks_gives_the_batch_message(style: str) -> None:
     parser = PromptedParser(prompted_format(TOOLS, style=style), TOOLS)
     texts = list(REPLIES.values()) + [
         "Checking.\n" + fenced(call_text("switch_light", {"on": True})) + "\n" + fenced(call_text("open_door", {})),
-        "```tool_call\n{not json}\n```\nsorry", "```tool_call\n{\"tool\": \"get_weather\", \"arguments\": {\"city\": \"a```b\"}}\n```",
-        "Text with ``` fences ```python\nx\n``` and ``tool_call", "```tool_call\n{\"tool\": \"switch_light\", \"arg"]
+        "```tool_call\n{not json}\n```\nsorry",
+        '```tool_call\n{"tool": "get_weather", "arguments": {"city": "a```b"}}\n```',
+        "Text with ``` fences ```python\nx\n``` and ``tool_call",
+        '```tool_call\n{"tool": "switch_light", "arg',
+    ]
     for text in texts:
         batch = parser.parse(text)
         for size in (1, 2, 5):
             streamed = _stream(parser, text, size)
             assert streamed.content == batch.content, (text, size)
-            assert [(c.id, c.name, c.arguments) for c in streamed.tool_calls] == \
-                [(c.id, c.name, c.arguments) for c in batch.tool_calls]
+            assert [(c.id, c.name, c.arguments) for c in streamed.tool_calls] == [
+                (c.id, c.name, c.arguments) for c in batch.tool_calls
+            ]
             assert streamed.errors == batch.errors
 
 
 def test_fenced_blocks_are_read_and_broken_ones_reported() -> None:
     parser = PromptedParser(prompted_format(TOOLS, style="fenced"), TOOLS)
-    message = parser.parse("Checking.\n" + fenced(call_text("switch_light", {"on": True})) + "\nThen " +
-                           fenced(call_text("get_weather", {"city": "a```b"})))
+    message = parser.parse(
+        "Checking.\n"
+        + fenced(call_text("switch_light", {"on": True}))
+        + "\nThen "
+        + fenced(call_text("get_weather", {"city": "a```b"}))
+    )
     assert _calls(message) == [("switch_light", {"on": True}), ("get_weather", {"city": "a```b"})]
     assert message.content == "Checking.\n\nThen" and not message.errors  # the text outside the blocks
     broken = parser.parse("Hm.\n```tool_call\n{not json}\n```\nsorry")
     assert [e.kind for e in broken.errors] == ["malformed_call"] and broken.content == "Hm.\n\nsorry"
     assert broken.errors[0].text == "```tool_call\n{not json}\n```"
-    unclosed = f"{FENCE_OPEN}\n{{\"tool\": \"switch_light\""
+    unclosed = f'{FENCE_OPEN}\n{{"tool": "switch_light"'
     cut = parser.parse(unclosed)
     assert [e.kind for e in cut.errors] == ["unterminated_call"] and cut.errors[0].text == unclosed
 
@@ -308,8 +348,7 @@ def test_prompted_command_prints_one_json_object(corpus_dir: Path, tmp_path: Pat
     assert code == 2 and "message 1" in err and "Traceback" not in err
 
 
-def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, tmp_path: Path,
-                                                              stand_in) -> None:
+def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, tmp_path: Path, stand_in) -> None:
     messages, tools = _files(tmp_path)
     template = str(corpus_dir / "google-gemma-2-2b-it.jinja")
     stand_in.script = (200, '{"tool": "get_weather", "arguments": {"city": "Paris"}}', "eos")
@@ -317,13 +356,28 @@ def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, 
     assert code == 0, err
     assert "prompted json format" in err  # the template has no tool format: said, not silent
     sent = stand_in.requests[0][1]
-    assert "You can use these tools" in sent["prompt"] and '"\\"tool\\"" ws ":" ws "\\"get_weather\\""' in sent["grammar"]
+    assert (
+        "You can use these tools" in sent["prompt"] and '"\\"tool\\"" ws ":" ws "\\"get_weather\\""' in sent["grammar"]
+    )
     choice = json.loads(out)["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
     assert choice["message"]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
     stand_in.script = (200, '{"answer": "Sunny."}', "eos")
-    code, out, _ = run(["export", template, "--messages", messages, "--tools", tools, "--tool-format", "json",
-                        "--send", url(stand_in), "--stream"])
+    code, out, _ = run(
+        [
+            "export",
+            template,
+            "--messages",
+            messages,
+            "--tools",
+            tools,
+            "--tool-format",
+            "json",
+            "--send",
+            url(stand_in),
+            "--stream",
+        ]
+    )
     chunks = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "Sunny."
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
@@ -331,15 +385,36 @@ def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, 
 
 # --------------------------------------------------------------------------- properties
 
-_FRAGMENTS = [*REPLIES.values(), "```", "```tool_call\n", "```json\n", "{", "}", '"', "\\", "\\u00e9", "\\ud83d",
-              '{"answer": "', '{"tool": "switch_light", "arguments": ', "true", "\n", " ", "prose", "</think>"]
+_FRAGMENTS = [
+    *REPLIES.values(),
+    "```",
+    "```tool_call\n",
+    "```json\n",
+    "{",
+    "}",
+    '"',
+    "\\",
+    "\\u00e9",
+    "\\ud83d",
+    '{"answer": "',
+    '{"tool": "switch_light", "arguments": ',
+    "true",
+    "\n",
+    " ",
+    "prose",
+    "</think>",
+]
 
 
 @settings(max_examples=150, deadline=None)
-@given(pieces=st.lists(st.sampled_from(_FRAGMENTS), max_size=8), cuts=st.lists(st.integers(0, 400), max_size=6),
-       style=st.sampled_from(["json", "fenced"]))
-def test_any_reply_in_any_chunks_parses_without_raising_as_the_batch(pieces: list[str], cuts: list[int],
-                                                                     style: str) -> None:
+@given(
+    pieces=st.lists(st.sampled_from(_FRAGMENTS), max_size=8),
+    cuts=st.lists(st.integers(0, 400), max_size=6),
+    style=st.sampled_from(["json", "fenced"]),
+)
+def test_any_reply_in_any_chunks_parses_without_raising_as_the_batch(
+    pieces: list[str], cuts: list[int], style: str
+) -> None:
     text = "".join(pieces)
     parser = PromptedParser(prompted_format(TOOLS, style=style), TOOLS)
     batch = parser.parse(text)
@@ -359,15 +434,17 @@ def test_any_reply_in_any_chunks_parses_without_raising_as_the_batch(pieces: lis
         assert batch.content == text.strip() and not batch.errors
 
 
-def test_the_tool_text_is_counted_in_tokens_when_a_tokenizer_sits_beside_the_template(corpus_dir: Path,
-                                                                                      tmp_path: Path) -> None:
+def test_the_tool_text_is_counted_in_tokens_when_a_tokenizer_sits_beside_the_template(
+    corpus_dir: Path, tmp_path: Path
+) -> None:
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, "tools": 1}, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.save(str(tmp_path / "tokenizer.json"))
     (tmp_path / "chat_template.jinja").write_text(
-        (corpus_dir / "google-gemma-2-2b-it.jinja").read_text(encoding="utf-8"), encoding="utf-8")
+        (corpus_dir / "google-gemma-2-2b-it.jinja").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     template = load_template(str(tmp_path))
     setup = prompted(template, analyze(template), None, TOOLS)
     words = len(pre_tokenizers.Whitespace().pre_tokenize_str(setup.system_text))

@@ -42,15 +42,23 @@ def test_the_check_sees_imports() -> None:
 BACKENDS = sorted(path for path in (PACKAGE / "backends").rglob("*.py"))
 # What a backend may take from the front half: the description, its lowered shape, and the one
 # rendering API (for the prompted format's prompt), never the analysis or its detectors.
-BACKEND_FORBIDDEN = ("analyzer.analysis", "analyzer.detect", "analyzer.diff", "analyzer.render.session",
-                     "analyzer.render.variants", "analyzer.render.engines", "analyzer.lower.split_markers")
+BACKEND_FORBIDDEN = (
+    "analyzer.analysis",
+    "analyzer.detect",
+    "analyzer.diff",
+    "analyzer.render.session",
+    "analyzer.render.variants",
+    "analyzer.render.engines",
+    "analyzer.lower.split_markers",
+)
 
 
 @pytest.mark.parametrize("path", BACKENDS, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_backends_read_the_description_and_its_shape_only(path: Path) -> None:
     imported = imported_modules(path)
-    bad = sorted(name for name in imported for prefix in BACKEND_FORBIDDEN
-                 if name == prefix or name.startswith(prefix + "."))
+    bad = sorted(
+        name for name in imported for prefix in BACKEND_FORBIDDEN if name == prefix or name.startswith(prefix + ".")
+    )
     assert bad == [], f"{path.name} imports {bad}"
     assert "split_markers" not in path.read_text(encoding="utf-8"), "markers are split once, in lower.py"
 

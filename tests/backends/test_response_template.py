@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.roundtrip import CASES, compile_for, descriptions, model_output, not_written
+from helpers.transformers_parse import compare, ours, prompt_for
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from analyzer.backends.response_template import REASONING_FIELD, into_tokenizer_config, to_response_template
 from analyzer.errors import Inexpressible, InputError
 from analyzer.lower import lower
-from helpers.roundtrip import CASES, compile_for, descriptions, model_output, not_written
-from helpers.transformers_parse import compare, ours, prompt_for
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -37,8 +37,10 @@ INEXPRESSIBLE = {
     "LFM2.5-8B-A1B": ("array argument values", "written as Python literals"),
     "MiniMax-M3": ("null argument values", "the renders do not show how they are written"),
     "google-gemma-4-31B-it": ("null argument values", "written in Python notation inside the call's object notation"),
-    "google-gemma-4-31B-it-interleaved": ("null argument values",
-                                          "written in Python notation inside the call's object notation"),
+    "google-gemma-4-31B-it-interleaved": (
+        "null argument values",
+        "written in Python notation inside the call's object notation",
+    ),
     "openbmb-MiniCPM5-1B": ("object argument values", "written as Python literals"),
 }
 
@@ -53,7 +55,7 @@ def _case_outputs(description, corpus_dir):
             continue
         try:
             output = model_output(description, compiled, content, calls)
-        except Exception as exc:  # noqa: BLE001 - only the template's own refusal excuses a case
+        except Exception as exc:
             if getattr(exc, "raised_by_template", False):
                 continue
             raise
@@ -75,8 +77,10 @@ def test_transformers_reads_the_round_trip_as_our_parser_does(description, corpu
         return
     template = to_response_template(lower(description)).template
     load_response_template(template)
-    results = {case: compare(description, template, prompt, output)
-               for case, prompt, output in _case_outputs(description, corpus_dir)}
+    results = {
+        case: compare(description, template, prompt, output)
+        for case, prompt, output in _case_outputs(description, corpus_dir)
+    }
     assert results, "no round-trip case to compare"
     assert {case: result for case, result in results.items() if result} == {}
 
@@ -98,8 +102,12 @@ def test_partial_reads_what_it_does_not_leave_out(name, corpus_dir):
     generated = to_response_template(lower(description), partial=True)
     load_response_template(generated.template)
     assert generated.left_out[0].part == INEXPRESSIBLE[name][0]
-    left_types = {t for item in generated.left_out if item.part.endswith(" argument values")
-                  for t in item.part.removesuffix(" argument values").split("/")}
+    left_types = {
+        t
+        for item in generated.left_out
+        if item.part.endswith(" argument values")
+        for t in item.part.removesuffix(" argument values").split("/")
+    }
     if any(item.part == "tool calls" for item in generated.left_out):
         assert "tool_calls" not in generated.template["fields"]
         return
@@ -174,8 +182,13 @@ def test_the_error_is_one_line_naming_every_part_count():
 
 
 def test_into_a_tokenizer_config_keeps_every_other_key():
-    config = {"add_bos_token": False, "chat_template": "{{ x }}", "model_max_length": 131072,
-              "added_tokens_decoder": {"151643": {"content": "<|endoftext|>", "special": True}}, "eos_token": "é"}
+    config = {
+        "add_bos_token": False,
+        "chat_template": "{{ x }}",
+        "model_max_length": 131072,
+        "added_tokens_decoder": {"151643": {"content": "<|endoftext|>", "special": True}},
+        "eos_token": "é",
+    }
     text = json.dumps(config, ensure_ascii=False)
     written = json.loads(into_tokenizer_config(text, {"version": 1}))
     assert written.pop("response_template") == {"version": 1}

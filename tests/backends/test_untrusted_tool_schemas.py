@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.watch import watching
 
 from analyzer import Parser, analyze, load_template
-from analyzer.backends.prompted.format import prompted_format
 from analyzer.backends.prompted import PromptedParser
+from analyzer.backends.prompted.format import prompted_format
 from analyzer.cli import cli
-from helpers.watch import watching
+
 
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[tuple[str, list[str]]]:
@@ -29,7 +30,7 @@ def http_server() -> Iterator[tuple[str, list[str]]]:
     asked: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_GET(self) -> None:
             asked.append(self.path)
             body = json.dumps({"type": "integer"}).encode()
             self.send_response(200)
@@ -85,14 +86,22 @@ def test_a_url_reference_is_never_fetched(qwen, http_server) -> None:
     assert not [event for event, _ in watched if event in ("socket.connect", "urllib.Request")]
 
 
-@pytest.mark.parametrize("parameters, problem", [
-    ({"type": "object", "properties": {"q": {"$ref": "#/$defs/nope"}}}, "points to nothing in the schema"),
-    ({"type": "object", "properties": {"q": {"type": "strnig"}}}, "'type' at /properties/q must be one of"),
-    ({"$id": "http://127.0.0.1:9/root.json", "type": "object", "properties": {"q": {"$ref": "other.json"}}},
-     "points outside the schema's own document"),
-    ({"type": "object", "properties": {"q": {"$dynamicRef": "http://127.0.0.1:9/meta#x"}}},
-     "points outside the schema's own document"),
-], ids=["pointer to nowhere", "unknown type", "relative to a remote $id", "dynamic reference"])
+@pytest.mark.parametrize(
+    "parameters, problem",
+    [
+        ({"type": "object", "properties": {"q": {"$ref": "#/$defs/nope"}}}, "points to nothing in the schema"),
+        ({"type": "object", "properties": {"q": {"type": "strnig"}}}, "'type' at /properties/q must be one of"),
+        (
+            {"$id": "http://127.0.0.1:9/root.json", "type": "object", "properties": {"q": {"$ref": "other.json"}}},
+            "points outside the schema's own document",
+        ),
+        (
+            {"type": "object", "properties": {"q": {"$dynamicRef": "http://127.0.0.1:9/meta#x"}}},
+            "points outside the schema's own document",
+        ),
+    ],
+    ids=["pointer to nowhere", "unknown type", "relative to a remote $id", "dynamic reference"],
+)
 def test_an_unusable_schema_is_reported_once_never_raised(qwen, parameters, problem) -> None:
     with watching() as watched:
         message = Parser(qwen, _tools(parameters)).parse(_two_calls(1))
@@ -104,8 +113,10 @@ def test_an_unusable_schema_is_reported_once_never_raised(qwen, parameters, prob
 
 def test_references_inside_the_tool_still_check_arguments(qwen) -> None:
     """Local references keep working: a ``$defs`` pointer and an ``$anchor``."""
-    for ref, defs in (("#/$defs/count", {"count": {"type": "integer", "minimum": 0}}),
-                      ("#count", {"count": {"$anchor": "count", "type": "integer", "minimum": 0}})):
+    for ref, defs in (
+        ("#/$defs/count", {"count": {"type": "integer", "minimum": 0}}),
+        ("#count", {"count": {"$anchor": "count", "type": "integer", "minimum": 0}}),
+    ):
         parameters = {"type": "object", "properties": {"q": {"$ref": ref}}, "$defs": defs}
         message = Parser(qwen, _tools(parameters)).parse(_two_calls(-1))
         assert [e.kind for e in message.errors] == ["invalid_arguments", "invalid_arguments"], ref
@@ -127,8 +138,11 @@ def test_cli_parse_reports_the_schema_and_reads_nothing(corpus_dir: Path, tmp_pa
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(_tools({"type": "object", "properties": {"q": {"$ref": secret.as_uri()}}})))
     with watching() as watched:
-        result = CliRunner().invoke(cli, ["parse", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"),
-                                          "--tools", str(tools)], input=_two_calls("x"))
+        result = CliRunner().invoke(
+            cli,
+            ["parse", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--tools", str(tools)],
+            input=_two_calls("x"),
+        )
     assert result.exit_code == 0, result.output
     errors = json.loads(result.output)["errors"]
     assert [e["kind"] for e in errors] == ["invalid_schema"]

@@ -5,9 +5,9 @@ escaped, the order, and text written around special strings only."""
 from __future__ import annotations
 
 import pytest
+from helpers.toy import calls_of, chat, describe, key_value, lit
 
 from analyzer.description import ArgumentForm, Field, JsonArguments, Text, Unknown, pattern_text
-from helpers.toy import calls_of, chat, describe, key_value, lit
 
 NAME = "{{ tc.function.name }}"
 JSON_VALUE = "{{ v if v is string else v | tojson }}"
@@ -17,8 +17,16 @@ TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
 def each(body: str, separator: str = "", *, items: str = "tc.function.arguments.items()") -> str:
     """Jinja writing ``body`` for every argument (``k``, ``v``) of every call (``tc``)."""
     between = "{% if not loop.first %}" + lit(separator) + "{% endif %}" if separator else ""
-    return ("{% for tc in m.tool_calls or [] %}<call " + NAME + ">{% for k, v in " + items + " %}" + between + body
-            + "{% endfor %}</call>{% endfor %}")
+    return (
+        "{% for tc in m.tool_calls or [] %}<call "
+        + NAME
+        + ">{% for k, v in "
+        + items
+        + " %}"
+        + between
+        + body
+        + "{% endfor %}</call>{% endfor %}"
+    )
 
 
 def forms(description) -> dict[str, tuple[str, str]]:
@@ -32,13 +40,19 @@ def test_xml_parameters_one_form_for_every_type():
     assert d.format == "tag-kv"
     assert pattern_text(calls_of(d).call) == "<call {name}>{arguments}</call>"
     assert arguments.separator == "\n"
-    string = ArgumentForm("string", (Text('<param name="'), Field("key"), Text('">'), Field("value"), Text("</param>")),
-                          "raw")
+    string = ArgumentForm(
+        "string", (Text('<param name="'), Field("key"), Text('">'), Field("value"), Text("</param>")), "raw"
+    )
     assert arguments.forms[0] == string
-    assert forms(d) == {"string": ('<param name="{key}">{value}</param>', "raw"),
-                        **{t: ('<param name="{key}">{value}</param>', "json") for t in TYPES[1:]}}
-    assert (arguments.string_escaping, arguments.order, arguments.special_string_wrapper) == ("none", "as given",
-                                                                                               ("", ""))
+    assert forms(d) == {
+        "string": ('<param name="{key}">{value}</param>', "raw"),
+        **{t: ('<param name="{key}">{value}</param>', "json") for t in TYPES[1:]},
+    }
+    assert (arguments.string_escaping, arguments.order, arguments.special_string_wrapper) == (
+        "none",
+        "as given",
+        ("", ""),
+    )
 
 
 def test_values_printed_as_python_have_python_syntax():
@@ -46,7 +60,8 @@ def test_values_printed_as_python_have_python_syntax():
     assert forms(d)["string"] == ("<{key}>{value}</{key}>", "raw")
     assert forms(d)["integer"][1] == "json"
     assert {t: forms(d)[t][1] for t in ("boolean", "null", "object", "array")} == dict.fromkeys(
-        ("boolean", "null", "object", "array"), "python")
+        ("boolean", "null", "object", "array"), "python"
+    )
     assert key_value(d).separator == ""
 
 
@@ -61,8 +76,10 @@ def test_a_pattern_per_type():
 def test_python_call_syntax():
     """f(a='x', n=1): the name, then the arguments in parentheses."""
     body = "{{ k }}={% if v is string %}'{{ v }}'{% else %}{{ v | tojson }}{% endif %}"
-    calls = "{% for tc in m.tool_calls or [] %}" + NAME + "({% for k, v in tc.function.arguments.items() %}" \
+    calls = (
+        "{% for tc in m.tool_calls or [] %}" + NAME + "({% for k, v in tc.function.arguments.items() %}"
         "{% if not loop.first %}, {% endif %}" + body + "{% endfor %}){% endfor %}"
+    )
     d = describe(chat(calls=calls))
     assert d.format == "python"
     assert pattern_text(calls_of(d).call) == "{name}({arguments})"
@@ -104,17 +121,25 @@ def test_arguments_printed_as_a_python_dict(engine):
 
 
 def test_arguments_the_renders_do_not_show_are_unknown():
-    calls = "{% for tc in m.tool_calls or [] %}<call " + NAME + ">{{ tc.function.arguments | length }}</call>{% endfor %}"
+    calls = (
+        "{% for tc in m.tool_calls or [] %}<call " + NAME + ">{{ tc.function.arguments | length }}</call>{% endfor %}"
+    )
     d = describe(chat(calls=calls))
     assert calls_of(d).arguments == Unknown("no repeating argument unit found between one and two arguments")
     assert d.format == "unknown"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "where no arguments are found, the one-argument render's text stays in the call pattern as a literal "
-    "(<call {name}>1</call>: the count), though the two-argument render, which the analysis makes, writes 2 "
-    "there; the pattern then describes only calls with one argument"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "where no arguments are found, the one-argument render's text stays in the call pattern as a literal "
+        "(<call {name}>1</call>: the count), though the two-argument render, which the analysis makes, writes 2 "
+        "there; the pattern then describes only calls with one argument"
+    ),
+)
 def test_text_that_changes_with_the_arguments_is_not_a_literal_of_the_call():
-    calls = "{% for tc in m.tool_calls or [] %}<call " + NAME + ">{{ tc.function.arguments | length }}</call>{% endfor %}"
+    calls = (
+        "{% for tc in m.tool_calls or [] %}<call " + NAME + ">{{ tc.function.arguments | length }}</call>{% endfor %}"
+    )
     pattern = calls_of(describe(chat(calls=calls))).call
     assert all("1" not in part.text for part in pattern if isinstance(part, Text)), pattern

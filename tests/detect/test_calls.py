@@ -4,10 +4,17 @@ calls, and what is unknown when the renders show no call."""
 
 from __future__ import annotations
 
-from analyzer.description import (
-    Capability, Field, JsonArguments, JsonCall, Text, Unknown, pattern_text,
-)
 from helpers.toy import CONTENT, END, HEAD, calls_of, chat, describe, lit
+
+from analyzer.description import (
+    Capability,
+    Field,
+    JsonArguments,
+    JsonCall,
+    Text,
+    Unknown,
+    pattern_text,
+)
 
 
 def each_call(body: str, *, separator: str = "") -> str:
@@ -30,8 +37,9 @@ def test_a_call_written_as_one_json_object_in_tags():
     assert d.format == "json"
     assert calls.call == (Text("<call>"), Field("call"), Text("</call>"))
     assert (calls.section_open, calls.section_close, calls.separator) == ("", "", "")
-    assert calls.json_call == JsonCall(("name",), False, ("arguments",), "object", None, None, 0, (),
-                                       ("name", "arguments"))
+    assert calls.json_call == JsonCall(
+        ("name",), False, ("arguments",), "object", None, None, 0, (), ("name", "arguments")
+    )
     assert calls.arguments == JsonArguments("object")
     assert d.capabilities.parallel_calls == Capability("yes")
 
@@ -45,8 +53,11 @@ def test_section_and_separator_of_a_json_array():
 
 
 def test_section_of_tagged_calls_is_not_a_json_array():
-    calls = calls_of(describe(chat(calls=section("<calls>\n", "<call>{{ tc.function | tojson }}</call>", "\n</calls>",
-                                                 separator="\n"))))
+    calls = calls_of(
+        describe(
+            chat(calls=section("<calls>\n", "<call>{{ tc.function | tojson }}</call>", "\n</calls>", separator="\n"))
+        )
+    )
     assert (calls.section_open, calls.section_close, calls.separator) == ("<calls>\n", "\n</calls>", "\n")
     assert not calls.json_array
 
@@ -66,8 +77,9 @@ def test_arguments_written_as_a_json_string():
 
 
 def test_a_counter_is_an_index_field_and_the_ids_are_generated():
-    calls = calls_of(describe(chat(calls=each_call("<call>functions." + NAME + ":{{ loop.index0 }} " + ARGS
-                                                   + "</call>"))))
+    calls = calls_of(
+        describe(chat(calls=each_call("<call>functions." + NAME + ":{{ loop.index0 }} " + ARGS + "</call>")))
+    )
     assert pattern_text(calls.call) == "<call>functions.{name}:{index} {arguments}</call>"
     assert Field("index", 0) in calls.call
     assert calls.ids.written == "generated"
@@ -124,15 +136,17 @@ def test_a_json_call_keyed_by_the_name():
 
 
 def test_a_call_with_no_arguments_written_its_own_way():
-    body = ('<call name="' + NAME + '"{% if tc.function.arguments %}>' + ARGS + "</call>{% else %}/>{% endif %}")
+    body = '<call name="' + NAME + '"{% if tc.function.arguments %}>' + ARGS + "</call>{% else %}/>{% endif %}"
     calls = calls_of(describe(chat(calls=each_call(body))))
     assert pattern_text(calls.call) == '<call name="{name}">{arguments}</call>'
     assert calls.no_arguments == (Text('<call name="'), Field("name"), Text('"/>'))
 
 
 def test_parallel_calls_the_template_refuses():
-    calls = ("{% if m.tool_calls and m.tool_calls | length > 1 %}{{ raise_exception('one call at a time') }}{% endif %}"
-             + each_call("<call>{{ tc.function | tojson }}</call>"))
+    calls = (
+        "{% if m.tool_calls and m.tool_calls | length > 1 %}{{ raise_exception('one call at a time') }}{% endif %}"
+        + each_call("<call>{{ tc.function | tojson }}</call>")
+    )
     d = describe(chat(calls=calls))
     assert d.capabilities.parallel_calls.status == "refused"
     assert "one call at a time" in d.capabilities.parallel_calls.message
@@ -152,14 +166,26 @@ def test_content_beside_calls_kept():
 
 
 def test_content_beside_calls_dropped():
-    assistant = HEAD + "{% if not m.tool_calls %}" + CONTENT + "{% endif %}" + each_call(
-        "<call>{{ tc.function | tojson }}</call>") + END
+    assistant = (
+        HEAD
+        + "{% if not m.tool_calls %}"
+        + CONTENT
+        + "{% endif %}"
+        + each_call("<call>{{ tc.function | tojson }}</call>")
+        + END
+    )
     assert calls_of(describe(chat(assistant))).content_before_calls == "dropped"
 
 
 def test_calls_beside_content_dropped():
-    assistant = (HEAD + CONTENT + "{% if not m.content %}" + each_call("<call>{{ tc.function | tojson }}</call>")
-                 + "{% endif %}" + END)
+    assistant = (
+        HEAD
+        + CONTENT
+        + "{% if not m.content %}"
+        + each_call("<call>{{ tc.function | tojson }}</call>")
+        + "{% endif %}"
+        + END
+    )
     assert calls_of(describe(chat(assistant))).content_before_calls == "calls dropped"
 
 

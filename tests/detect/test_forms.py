@@ -5,22 +5,34 @@ templates that need to append to lists."""
 
 from __future__ import annotations
 
-from analyzer.description import Capability, JsonArguments
 from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, TOOLS, calls_of, chat, describe
+
+from analyzer.description import Capability, JsonArguments
 
 REFUSED = "toy: template raised: "
 
 
 def calls_checking(condition: str, message: str, body: str = "<call>{{ tc.function | tojson }}</call>") -> str:
-    return ("{% for tc in m.tool_calls or [] %}{% if " + condition + " %}{{ raise_exception('" + message
-            + "') }}{% endif %}" + body + "{% endfor %}")
+    return (
+        "{% for tc in m.tool_calls or [] %}{% if "
+        + condition
+        + " %}{{ raise_exception('"
+        + message
+        + "') }}{% endif %}"
+        + body
+        + "{% endfor %}"
+    )
 
 
 def test_the_plainest_form_when_the_template_takes_every_form():
     d = describe(chat())
     form = d.input_form
     assert (form.content_with_calls, form.arguments_as_string, form.id_form, form.tool_descriptions) == (
-        "", False, "openai", True)
+        "",
+        False,
+        "openai",
+        True,
+    )
     capabilities = d.capabilities
     assert capabilities.object_arguments == Capability("yes")
     assert capabilities.content_none == Capability("yes")
@@ -34,8 +46,11 @@ def test_arguments_given_as_a_string_are_written_differently():
 
 
 def test_arguments_the_template_takes_only_as_a_json_string():
-    calls = calls_checking("tc.function.arguments is not string", "arguments must be a JSON string",
-                           "<call>{{ tc.function.name }} {{ tc.function.arguments }}</call>")
+    calls = calls_checking(
+        "tc.function.arguments is not string",
+        "arguments must be a JSON string",
+        "<call>{{ tc.function.name }} {{ tc.function.arguments }}</call>",
+    )
     d = describe(chat(calls=calls))
     assert d.input_form.arguments_as_string
     assert d.capabilities.object_arguments == Capability("refused", REFUSED + "arguments must be a JSON string")
@@ -58,12 +73,18 @@ def test_a_system_message_refused_in_the_templates_words():
 
 def test_a_system_message_that_is_not_written():
     assert describe(chat(system="")).capabilities.system_role == Capability(
-        "dropped", "the system message is not written")
+        "dropped", "the system message is not written"
+    )
 
 
 def test_content_none_refused():
-    assistant = HEAD + "{% if m.content is none %}{{ raise_exception('content must be a string') }}{% endif %}" \
-        + CONTENT + JSON_CALLS + END
+    assistant = (
+        HEAD
+        + "{% if m.content is none %}{{ raise_exception('content must be a string') }}{% endif %}"
+        + CONTENT
+        + JSON_CALLS
+        + END
+    )
     d = describe(chat(assistant))
     assert d.input_form.content_with_calls == ""
     assert d.capabilities.content_none == Capability("refused", REFUSED + "content must be a string")
@@ -90,8 +111,10 @@ def test_variables_of_the_templates_own_are_bound_and_named():
 
 
 def test_a_template_that_appends_to_a_list_is_analysed_with_list_mutation():
-    calls = ("{% set names = [] %}{% for tc in m.tool_calls or [] %}{% set _ = names.append(tc.function.name) %}"
-             "{% endfor %}{% if names %}<calls>{{ names | join(',') }}</calls>{% endif %}")
+    calls = (
+        "{% set names = [] %}{% for tc in m.tool_calls or [] %}{% set _ = names.append(tc.function.name) %}"
+        "{% endfor %}{% if names %}<calls>{{ names | join(',') }}</calls>{% endif %}"
+    )
     d = describe(chat(calls=calls))
     assert d.template.engine == "jinja2-mutable"
     assert any("modify lists" in w for w in d.warnings)

@@ -13,18 +13,29 @@ END = "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 
 
 def _template(reasoning: str) -> str:
-    return ("{%- for m in messages %}<|{{ m.role }}|>{% if m.role == 'assistant' %}" + reasoning
-            + "{{ m.content }}" + CALL + "{% else %}{{ m.content }}{% endif %}<|end|>{% endfor -%}" + END)
+    return (
+        "{%- for m in messages %}<|{{ m.role }}|>{% if m.role == 'assistant' %}"
+        + reasoning
+        + "{{ m.content }}"
+        + CALL
+        + "{% else %}{{ m.content }}{% endif %}<|end|>{% endfor -%}"
+        + END
+    )
 
 
 KEPT = _template("{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}")
 # Reasoning only on the turn after the last user message (what Qwen3 and GLM do).
-LAST_ONLY = ("{%- set ns = namespace(last=0) %}{% for m in messages %}{% if m.role == 'user' %}"
-             "{% set ns.last = loop.index0 %}{% endif %}{% endfor -%}"
-             + _template("{% if m.reasoning_content and loop.index0 > ns.last %}<think>{{ m.reasoning_content }}"
-                         "</think>{% endif %}"))
+LAST_ONLY = (
+    "{%- set ns = namespace(last=0) %}{% for m in messages %}{% if m.role == 'user' %}"
+    "{% set ns.last = loop.index0 %}{% endif %}{% endfor -%}"
+    + _template(
+        "{% if m.reasoning_content and loop.index0 > ns.last %}<think>{{ m.reasoning_content }}</think>{% endif %}"
+    )
+)
 # Reasoning only on turns that call tools.
-CALLS_ONLY = _template("{% if m.reasoning_content and m.tool_calls %}<think>{{ m.reasoning_content }}</think>{% endif %}")
+CALLS_ONLY = _template(
+    "{% if m.reasoning_content and m.tool_calls %}<think>{{ m.reasoning_content }}</think>{% endif %}"
+)
 
 
 def _detect(tmp_template, source: str):
@@ -66,12 +77,15 @@ def test_a_call_turn_as_history_writes_it(tmp_template) -> None:
 def test_two_user_turns_in_a_row(tmp_template) -> None:
     _, written = _detect(tmp_template, KEPT)
     assert (written.consecutive_users, written.users_evidence) == ("written", "")
-    alternating = ("{% for m in messages %}{% if loop.index0 > 0 and m.role == messages[loop.index0 - 1].role %}"
-                   "{{ raise_exception('roles must alternate') }}{% endif %}{% endfor %}") + KEPT
+    alternating = (
+        "{% for m in messages %}{% if loop.index0 > 0 and m.role == messages[loop.index0 - 1].role %}"
+        "{{ raise_exception('roles must alternate') }}{% endif %}{% endfor %}"
+    ) + KEPT
     _, raises = _detect(tmp_template, alternating)
     assert raises.consecutive_users == "raises" and raises.users_evidence.endswith("roles must alternate")
     # writes no user message but the first
-    dropping = KEPT.replace("{%- for m in messages %}",
-                            "{%- for m in messages if m.role != 'user' or m.content == messages[0].content %}")
+    dropping = KEPT.replace(
+        "{%- for m in messages %}", "{%- for m in messages if m.role != 'user' or m.content == messages[0].content %}"
+    )
     _, dropped = _detect(tmp_template, dropping)
     assert dropped.consecutive_users == "second dropped" and "Uqz user asks" in dropped.users_evidence

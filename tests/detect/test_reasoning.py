@@ -4,9 +4,9 @@ from, whether the generation prompt opens the block, the thinking toggle, and wh
 from __future__ import annotations
 
 import pytest
+from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, chat, describe
 
 from analyzer.description import Reasoning, Unknown
-from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, chat, describe
 
 
 def think(key: str, *, open_: str = "<think>", close: str = "</think>") -> str:
@@ -29,19 +29,29 @@ def test_markers_and_the_key_reasoning_is_read_from(key):
 
 
 def test_a_template_reading_several_keys_is_described_by_reasoning_content():
-    source = chat(HEAD + "{% set r = m.reasoning_content or m.reasoning %}{% if r %}<think>{{ r }}</think>{% endif %}"
-                  + CONTENT + JSON_CALLS + END)
+    source = chat(
+        HEAD
+        + "{% set r = m.reasoning_content or m.reasoning %}{% if r %}<think>{{ r }}</think>{% endif %}"
+        + CONTENT
+        + JSON_CALLS
+        + END
+    )
     assert reasoning_of(source).field == "reasoning_content"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the close marker loses its last newline ('\\n</think>\\n' instead of '\\n</think>\\n\\n') when the "
-    "assistant header before the block ends with a newline too: the renders with and without reasoning then "
-    "share that newline before the content, and the common suffix slides over it; the content then starts "
-    "with a newline the description gives to nothing"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the close marker loses its last newline ('\\n</think>\\n' instead of '\\n</think>\\n\\n') when the "
+        "assistant header before the block ends with a newline too: the renders with and without reasoning then "
+        "share that newline before the content, and the common suffix slides over it; the content then starts "
+        "with a newline the description gives to nothing"
+    ),
+)
 def test_whitespace_after_the_close_marker_belongs_to_it():
-    reasoning = reasoning_of(chat(HEAD + think("reasoning_content", open_="<think>\n", close="\n</think>\n\n")
-                                  + CONTENT + JSON_CALLS + END))
+    reasoning = reasoning_of(
+        chat(HEAD + think("reasoning_content", open_="<think>\n", close="\n</think>\n\n") + CONTENT + JSON_CALLS + END)
+    )
     assert (reasoning.open, reasoning.close) == ("<think>\n", "\n</think>\n\n")
 
 
@@ -53,8 +63,10 @@ def test_the_block_written_for_a_turn_without_reasoning():
 
 
 def test_reasoning_opened_by_the_generation_prompt_is_forced_open():
-    source = chat(HEAD + "<think>\n{{ m.reasoning_content or '' }}\n</think>\n" + CONTENT + JSON_CALLS + END,
-                  prompt="<|turn|>assistant\n<think>\n")
+    source = chat(
+        HEAD + "<think>\n{{ m.reasoning_content or '' }}\n</think>\n" + CONTENT + JSON_CALLS + END,
+        prompt="<|turn|>assistant\n<think>\n",
+    )
     reasoning = reasoning_of(source)
     assert reasoning.forced_open
     assert reasoning.open.strip() == "<think>" and reasoning.close.strip() == "</think>"
@@ -72,8 +84,7 @@ def test_the_thinking_toggle():
 
 
 def test_reasoning_kept_only_on_turns_with_calls():
-    assistant = (HEAD + "{% if m.tool_calls %}" + think("reasoning_content") + "{% endif %}" + CONTENT + JSON_CALLS
-                 + END)
+    assistant = HEAD + "{% if m.tool_calls %}" + think("reasoning_content") + "{% endif %}" + CONTENT + JSON_CALLS + END
     reasoning = reasoning_of(chat(assistant))
     assert reasoning.scope == "turns with tool calls"
     assert (reasoning.open, reasoning.close, reasoning.field) == ("<think>", "</think>", "reasoning_content")
@@ -97,7 +108,8 @@ def test_markers_from_a_tag_the_prompt_opens_and_history_strips():
 
 def test_no_reasoning_anywhere_is_unknown():
     assert describe(chat()).reasoning == Unknown(
-        "no reasoning field (reasoning_content, reasoning, thinking) is written in history")
+        "no reasoning field (reasoning_content, reasoning, thinking) is written in history"
+    )
 
 
 def test_reasoning_under_another_key_is_unknown():
@@ -106,11 +118,15 @@ def test_reasoning_under_another_key_is_unknown():
     assert isinstance(describe(source).reasoning, Unknown)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "with no marker next to the reasoning, the nearest markers of the turn are taken instead: open "
-    "'<|turn|>assistant\\n' (the header), close 'Kqz answer<|end|>\\n' (the content sentinel and the turn "
-    "end), and forced_open=True because the generation prompt ends with that header, so a parser would take "
-    "every answer for reasoning"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "with no marker next to the reasoning, the nearest markers of the turn are taken instead: open "
+        "'<|turn|>assistant\\n' (the header), close 'Kqz answer<|end|>\\n' (the content sentinel and the turn "
+        "end), and forced_open=True because the generation prompt ends with that header, so a parser would take "
+        "every answer for reasoning"
+    ),
+)
 def test_reasoning_written_with_no_markers_is_unknown():
     source = chat(HEAD + "{{ m.reasoning_content or '' }}" + CONTENT + JSON_CALLS + END)
     assert describe(source).reasoning == Unknown("reasoning is written with no markers around it")

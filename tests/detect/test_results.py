@@ -5,9 +5,9 @@ the assistant turn), a wrapper shared by consecutive results, and what is unknow
 from __future__ import annotations
 
 import pytest
+from helpers.toy import CONTENT, HEAD, JSON_CALLS, chat, describe
 
 from analyzer.description import Field, Results, Text, Unknown, pattern_text
-from helpers.toy import CONTENT, HEAD, JSON_CALLS, chat, describe
 
 NEXT_IS_TOOL = "(not loop.last and messages[loop.index0 + 1].role == 'tool')"
 PREVIOUS_IS_TOOL = "(loop.index0 > 0 and messages[loop.index0 - 1].role == 'tool')"
@@ -62,15 +62,21 @@ def test_written_as_a_user_turn():
     assert (pattern_text(results.open), pattern_text(results.close)) == ("<|turn|>user\n", "<|end|>\n")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "one turn per result with a tag inside (<|turn|>tool\\n<result>...</result><|end|>\\n) is described as "
-    "results sharing a group closer: group_open '', open '<|turn|>tool\\n<result>', close '</result>', "
-    "separator '', group_close '<|end|>\\n' (the diff of one and two results slides over the turn end), so "
-    "written back from the description two results lose the '<|end|>\\n' between them"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "one turn per result with a tag inside (<|turn|>tool\\n<result>...</result><|end|>\\n) is described as "
+        "results sharing a group closer: group_open '', open '<|turn|>tool\\n<result>', close '</result>', "
+        "separator '', group_close '<|end|>\\n' (the diff of one and two results slides over the turn end), so "
+        "written back from the description two results lose the '<|end|>\\n' between them"
+    ),
+)
 def test_a_turn_per_result_with_a_tag_inside():
     results = results_of(chat(tool="<|turn|>tool\n<result>{{ m.content }}</result><|end|>\n"))
-    assert written_back(results, "A", "B") == \
-        "<|turn|>tool\n<result>A</result><|end|>\n<|turn|>tool\n<result>B</result><|end|>\n"
+    assert (
+        written_back(results, "A", "B")
+        == "<|turn|>tool\n<result>A</result><|end|>\n<|turn|>tool\n<result>B</result><|end|>\n"
+    )
 
 
 def test_written_inside_the_assistant_turn():
@@ -82,8 +88,10 @@ def test_written_inside_the_assistant_turn():
 
 
 def test_consecutive_results_share_one_turn():
-    tool = ("{% if not " + PREVIOUS_IS_TOOL + " %}<|turn|>tool\n{% endif %}<result>{{ m.content }}</result>"
-            "{% if not " + NEXT_IS_TOOL + " %}<|end|>\n{% endif %}")
+    tool = (
+        "{% if not " + PREVIOUS_IS_TOOL + " %}<|turn|>tool\n{% endif %}<result>{{ m.content }}</result>"
+        "{% if not " + NEXT_IS_TOOL + " %}<|end|>\n{% endif %}"
+    )
     results = results_of(chat(tool=tool))
     assert (pattern_text(results.group_open), pattern_text(results.group_close)) == ("<|turn|>tool\n", "<|end|>\n")
     assert (pattern_text(results.open), pattern_text(results.close)) == ("<result>", "</result>")
@@ -91,8 +99,10 @@ def test_consecutive_results_share_one_turn():
 
 
 def test_separator_between_two_results():
-    tool = ("{% if not " + PREVIOUS_IS_TOOL + " %}<|turn|>tool\n{% else %}{{ '\\n' }}{% endif %}<result>{{ m.content }}"
-            "</result>{% if not " + NEXT_IS_TOOL + " %}<|end|>\n{% endif %}")
+    tool = (
+        "{% if not " + PREVIOUS_IS_TOOL + " %}<|turn|>tool\n{% else %}{{ '\\n' }}{% endif %}<result>{{ m.content }}"
+        "</result>{% if not " + NEXT_IS_TOOL + " %}<|end|>\n{% endif %}"
+    )
     results = results_of(chat(tool=tool))
     assert results.separator == "\n"
     assert written_back(results, "A", "B") == "<|turn|>tool\n<result>A</result>\n<result>B</result><|end|>\n"

@@ -32,7 +32,7 @@ def _sample(template):
 
 
 def _labelled(sample, text: str) -> list[int]:
-    return [m.start for m in sample.marks if sample.conversation[m.start:m.end] == text]
+    return [m.start for m in sample.marks if sample.conversation[m.start : m.end] == text]
 
 
 def test_a_short_marker_is_labelled_only_where_the_pattern_puts_it(tmp_template) -> None:
@@ -41,10 +41,17 @@ def test_a_short_marker_is_labelled_only_where_the_pattern_puts_it(tmp_template)
     assert text.count(">") > 10
     closers = _labelled(sample, ">")
     assert closers == [text.index(f"<fn={TOOL_NAME}>") + len(f"<fn={TOOL_NAME}")]
-    labels = {(text[m.start:m.end], m.label) for m in sample.marks}
-    assert labels == {("<fn=", "call marker"), (">", "call marker"), ("</fn>", "call marker"), ("<|end|>", "turn end"),
-                      ("<|tool|><result>", "result marker"), ("</result>", "result marker"),
-                      ("<|end|>", "result marker"), ("<|assistant|>", "generation prompt")}
+    labels = {(text[m.start : m.end], m.label) for m in sample.marks}
+    assert labels == {
+        ("<fn=", "call marker"),
+        (">", "call marker"),
+        ("</fn>", "call marker"),
+        ("<|end|>", "turn end"),
+        ("<|tool|><result>", "result marker"),
+        ("</result>", "result marker"),
+        ("<|end|>", "result marker"),
+        ("<|assistant|>", "generation prompt"),
+    }
     # every mark is where the conversation holds its text, and none overlap
     assert all(a.end <= b.start for a, b in zip(sample.marks, sample.marks[1:]))
 
@@ -65,15 +72,20 @@ def test_differences_compare_markers_whole() -> None:
 def test_a_conversation_that_does_not_render(tmp_template) -> None:
     refusing = "{% if messages | length > 1 %}{{ raise_exception('one message only') }}{% endif %}" + SHORT_MARKERS
     sample = _sample(load_template(str(tmp_template(refusing))))
-    assert sample.conversation.startswith("(this conversation does not render:") and "one message only" in \
-        sample.conversation
+    assert (
+        sample.conversation.startswith("(this conversation does not render:")
+        and "one message only" in sample.conversation
+    )
     assert sample.marks == ()
 
 
-@pytest.mark.parametrize("name, short, before", [
-    ("Qwen3-Coder", ">", f"<function={TOOL_NAME}"),
-    ("moonshotai-Kimi-K2", ":", f"functions.{TOOL_NAME}"),
-])
+@pytest.mark.parametrize(
+    "name, short, before",
+    [
+        ("Qwen3-Coder", ">", f"<function={TOOL_NAME}"),
+        ("moonshotai-Kimi-K2", ":", f"functions.{TOOL_NAME}"),
+    ],
+)
 def test_corpus_short_markers_are_labelled_once(corpus_dir: Path, name: str, short: str, before: str) -> None:
     """The labels used to go on every occurrence of a marker's text: 35 ">" labelled "call marker" on
     Qwen3-Coder. Now only the one the call pattern places, right after the tool's name."""

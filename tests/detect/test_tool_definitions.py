@@ -35,8 +35,14 @@ Tools:{% for t in tools %}{{ t | tojson(indent=4) }}{% endfor %}
 # A block of their own before the conversation, names only (descriptions dropped).
 OWN_BLOCK = "{%- if tools %}[TOOLS]{% for t in tools %}{{ t.function.name }};{% endfor %}[/TOOLS]{% endif -%}" + CHAT
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Xqz weather now",
-                                            "parameters": {"type": "object", "properties": {}}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Xqz weather now",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
 
 
 def _detect(tmp_template, source: str, tools=None):
@@ -47,8 +53,10 @@ def _detect(tmp_template, source: str, tools=None):
 
 def test_tools_in_the_system_turn_written_as_given(tmp_template) -> None:
     found = _detect(tmp_template, IN_SYSTEM)
-    assert [(p.opening, p.placement) for p in found.placements] == [("system, user", "system turn"),
-                                                                      ("user", "system turn")]
+    assert [(p.opening, p.placement) for p in found.placements] == [
+        ("system, user", "system turn"),
+        ("user", "system turn"),
+    ]
     assert "Sqz system says" in found.placements[0].evidence and "qzxfind" in found.placements[0].evidence
     assert found.form == "as given" and '{"type": "function"' in found.form_evidence
     assert found.descriptions == "written" and found.written
@@ -85,8 +93,10 @@ def test_tools_not_written(tmp_template) -> None:
 
 
 def test_a_prompt_that_does_not_render_with_tools(tmp_template) -> None:
-    refusing = "{%- if tools and messages[0].role == 'system' %}{{ raise_exception('no tools with a system') }}{% endif -%}" \
+    refusing = (
+        "{%- if tools and messages[0].role == 'system' %}{{ raise_exception('no tools with a system') }}{% endif -%}"
         + IN_SYSTEM
+    )
     found = _detect(tmp_template, refusing)
     assert found.placements[0].placement == "error" and found.placements[1].placement == "system turn"
     assert found.placements[0].evidence.endswith("template raised: no tools with a system")

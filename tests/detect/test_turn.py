@@ -3,8 +3,9 @@ the content wrapper, the turn end and the stop string."""
 
 from __future__ import annotations
 
-from analyzer.description import Unknown
 from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, chat, describe
+
+from analyzer.description import Unknown
 
 
 def test_generation_prompt_turn_end_and_stop():
@@ -16,8 +17,10 @@ def test_generation_prompt_turn_end_and_stop():
 
 
 def test_bracketed_markers_and_an_end_of_sentence_token():
-    source = ("{% for m in messages %}{% if m.role == 'user' %}[INST] {{ m.content }} [/INST]"
-              "{% elif m.role == 'assistant' %}" + CONTENT + JSON_CALLS + "</s>{% endif %}{% endfor %}")
+    source = (
+        "{% for m in messages %}{% if m.role == 'user' %}[INST] {{ m.content }} [/INST]"
+        "{% elif m.role == 'assistant' %}" + CONTENT + JSON_CALLS + "</s>{% endif %}{% endfor %}"
+    )
     turn = describe(source).turn
     assert turn.generation_prompt == ""
     assert turn.end == "</s>" and turn.stop == ("</s>",)
@@ -32,8 +35,9 @@ def test_what_history_writes_at_the_start_of_every_assistant_turn_is_the_history
 
 
 def test_content_wrapper_written_only_around_plain_content():
-    assistant = (HEAD + "{% if m.tool_calls %}" + JSON_CALLS + "{% else %}<answer>" + CONTENT + "</answer>{% endif %}"
-                 + END)
+    assistant = (
+        HEAD + "{% if m.tool_calls %}" + JSON_CALLS + "{% else %}<answer>" + CONTENT + "</answer>{% endif %}" + END
+    )
     turn = describe(chat(assistant)).turn
     assert (turn.content_open, turn.content_close) == ("<answer>", "</answer>")
     assert turn.end == "<|end|>\n" and turn.stop == ("<|end|>",)
@@ -42,9 +46,11 @@ def test_content_wrapper_written_only_around_plain_content():
 def test_no_end_marker_of_its_own_stops_on_the_next_header():
     """<|user|> opens the next turn and nothing closes the assistant's: the end is empty, the stop is
     the next header."""
-    source = ("{% for m in messages %}{% if m.role == 'user' %}<|user|>\n{{ m.content }}\n"
-              "{% elif m.role == 'assistant' %}<|assistant|>\n" + CONTENT + JSON_CALLS + "\n{% endif %}{% endfor %}"
-              "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+    source = (
+        "{% for m in messages %}{% if m.role == 'user' %}<|user|>\n{{ m.content }}\n"
+        "{% elif m.role == 'assistant' %}<|assistant|>\n" + CONTENT + JSON_CALLS + "\n{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+    )
     turn = describe(source).turn
     assert turn.generation_prompt == "<|assistant|>\n"
     assert turn.end == ""
@@ -64,9 +70,11 @@ def test_a_prompt_the_template_refuses_gives_an_unknown_generation_prompt():
 
 
 def test_a_user_message_after_the_assistant_that_does_not_render_gives_an_unknown_end():
-    user = ("{% if loop.index0 > 0 and messages[loop.index0 - 1].role == 'assistant' %}"
-            "{{ raise_exception('the user may not follow the assistant') }}{% endif %}<|turn|>user\n"
-            "{{ m.content }}<|end|>\n")
+    user = (
+        "{% if loop.index0 > 0 and messages[loop.index0 - 1].role == 'assistant' %}"
+        "{{ raise_exception('the user may not follow the assistant') }}{% endif %}<|turn|>user\n"
+        "{{ m.content }}<|end|>\n"
+    )
     turn = describe(chat(user=user)).turn
     assert turn.end == Unknown("a user message after an assistant message does not render")
     # The stop still comes from what ends the final turn.

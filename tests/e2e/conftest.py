@@ -7,17 +7,25 @@ listed in pytest's terminal summary, so a CI log shows them."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from analyzer.analysis import analyze
 from analyzer.llama_server import ChatRequest, prepare
 from analyzer.sources import load_template
-
-from tests.e2e.server import (ASKED, FAMILIES, REPORTS, TOOLS, Family, Server, llama_server_binary,
-                              special_pieces, vocab_gguf)
+from tests.e2e.server import (
+    ASKED,
+    FAMILIES,
+    REPORTS,
+    TOOLS,
+    Family,
+    Server,
+    llama_server_binary,
+    special_pieces,
+    vocab_gguf,
+)
 from tests.e2e.tiny_model import build_model
 
 

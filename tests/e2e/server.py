@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from analyzer import corpus
-from analyzer.markers import special_word
 from analyzer.description import FormatDescription
+from analyzer.markers import special_word
 from analyzer.template import Template
 
 # One template per format family: markers around JSON, a bare-JSON array, prefixed names,
@@ -34,13 +34,26 @@ FAMILIES = [
     "moonshotai-Kimi-K2",
     "meta-llama-Llama-3.1-8B-Instruct",
 ]
-UNIT = {"type": "function", "function": {
-    "name": "set_unit", "description": "Choose the temperature unit",
-    "parameters": {"type": "object", "properties": {"unit": {"type": "string", "enum": ["celsius", "kelvin"]}},
-                   "required": ["unit"]}}}
-LIGHT = {"type": "function", "function": {
-    "name": "switch_light", "description": "Turn the light on or off",
-    "parameters": {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"]}}}
+UNIT = {
+    "type": "function",
+    "function": {
+        "name": "set_unit",
+        "description": "Choose the temperature unit",
+        "parameters": {
+            "type": "object",
+            "properties": {"unit": {"type": "string", "enum": ["celsius", "kelvin"]}},
+            "required": ["unit"],
+        },
+    },
+}
+LIGHT = {
+    "type": "function",
+    "function": {
+        "name": "switch_light",
+        "description": "Turn the light on or off",
+        "parameters": {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"]},
+    },
+}
 TOOLS = [UNIT, LIGHT]
 SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
 ASKED = [{"role": "user", "content": "Use kelvin please."}]
@@ -88,9 +101,28 @@ class Server:
         self.log_path = log
         self.log = log.open("w")
         self.process = subprocess.Popen(
-            [str(binary), "-m", str(model), "--port", str(self.port), "--host", "127.0.0.1", "-c", "4096",
-             "-np", "1", "-t", "2", "--no-webui", "--jinja", "--chat-template-file", str(chat_template)],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                str(binary),
+                "-m",
+                str(model),
+                "--port",
+                str(self.port),
+                "--host",
+                "127.0.0.1",
+                "-c",
+                "4096",
+                "-np",
+                "1",
+                "-t",
+                "2",
+                "--no-webui",
+                "--jinja",
+                "--chat-template-file",
+                str(chat_template),
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

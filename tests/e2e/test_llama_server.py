@@ -18,7 +18,6 @@ import pytest
 
 from analyzer.backends.parser import Delta, Message, apply
 from analyzer.llama_server import ChatRequest, Completion, prepare, send, stream_chunks
-
 from tests.e2e.server import ASKED, SAMPLING, SCHEMAS, TOOLS, Family
 
 
@@ -72,9 +71,17 @@ def test_streaming_gives_the_batch_message(family: Family) -> None:
         delta = chunk["choices"][0]["delta"]
         for call in delta.get("tool_calls") or [{}]:
             function = call.get("function", {})
-            apply(folded, Delta(content=delta.get("content", ""), reasoning_content=delta.get("reasoning_content", ""),
-                                call_index=call.get("index"), call_id=call.get("id"), call_name=function.get("name"),
-                                arguments=function.get("arguments", "")))
+            apply(
+                folded,
+                Delta(
+                    content=delta.get("content", ""),
+                    reasoning_content=delta.get("reasoning_content", ""),
+                    call_index=call.get("index"),
+                    call_id=call.get("id"),
+                    call_name=function.get("name"),
+                    arguments=function.get("arguments", ""),
+                ),
+            )
     streamed = [(c.name, c.arguments) for c in folded.tool_calls]
     assert streamed == [(c["function"]["name"], c["function"]["arguments"]) for c in batch.get("tool_calls") or []]
     assert folded.content == (batch.get("content") or "")

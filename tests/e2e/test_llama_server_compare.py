@@ -18,16 +18,16 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import jsonschema
 import pytest
 
 from analyzer.errors import ServerRefused
 from analyzer.llama_server import ChatRequest, Completion, prepare, send
-
 from tests.e2e.server import ASKED, FAMILIES, REPORTS, SAMPLING, SCHEMAS, TOOLS, Family
 
 REQUIRED = "required"
@@ -53,13 +53,19 @@ MARKUP_IN_CONTENT = "markup-in-content"
 CUT = "cut"
 
 # Causes of llama-server's failures that several families share.
-TEXT_BEFORE_CALL = ("its 'required' grammar lets free text come before the call opener; the random model never "
-                    "writes the opener within the token limit")
-NAMED_READ_AS_AUTO = ("a named tool_choice object is read as 'auto' (log: \"Wrong type supplied for parameter "
-                      "'tool_choice'\"): lazy grammar, no call")
-FREE_STRING_VALUE = ("string parameters are free text up to the closing tag (the enum is not in the grammar): with the "
-                     "bias still on the value fills with the trigger token until the limit, and the cut call is "
-                     "returned with unterminated JSON arguments")
+TEXT_BEFORE_CALL = (
+    "its 'required' grammar lets free text come before the call opener; the random model never "
+    "writes the opener within the token limit"
+)
+NAMED_READ_AS_AUTO = (
+    "a named tool_choice object is read as 'auto' (log: \"Wrong type supplied for parameter "
+    "'tool_choice'\"): lazy grammar, no call"
+)
+FREE_STRING_VALUE = (
+    "string parameters are free text up to the closing tag (the enum is not in the grammar): with the "
+    "bias still on the value fills with the trigger token until the limit, and the cut call is "
+    "returned with unterminated JSON arguments"
+)
 # llama-server's outcome per family and case, measured with the build .ci/build-llama-server makes
 # from the pinned sdist (tiny random model, the sampling below). Each entry: the measured verdict and
 # why, in one line. A change here is a change in llama-server or in our requests: review it.
@@ -79,11 +85,17 @@ LLAMA_SERVER_EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
         ACCEPTED: (OK, "every request answered"),
     },
     "meetkai-functionary-medium-v3.2": {
-        REQUIRED: (SEVERAL_CALLS, "its grammar repeats calls back to back, without '>>>' between them "
-                                  "(parallel_tool_calls false not honoured), until the token limit"),
+        REQUIRED: (
+            SEVERAL_CALLS,
+            "its grammar repeats calls back to back, without '>>>' between them "
+            "(parallel_tool_calls false not honoured), until the token limit",
+        ),
         NAMED: (HTTP_ERROR, "read as 'auto' (as above), then the parse of the plain reply fails: HTTP 500"),
-        UNFORCED: (HTTP_ERROR, "plain text after the prompt's '>>>' is neither 'all' nor a tool name: HTTP 500 "
-                               "'does not match the expected peg-native format' instead of content"),
+        UNFORCED: (
+            HTTP_ERROR,
+            "plain text after the prompt's '>>>' is neither 'all' nor a tool name: HTTP 500 "
+            "'does not match the expected peg-native format' instead of content",
+        ),
         FORCED: (NOT_APPLICABLE, "the unforced request fails, so no trigger is reported; ours is a pattern"),
         ACCEPTED: (HTTP_ERROR, "HTTP 500 on 'named tool' and 'auto'"),
     },
@@ -166,8 +178,11 @@ class Measurement:
 
 def _our_request(family: Family, tool_choice: str) -> Completion:
     # thinking off on both sides: a random model that opens reasoning never closes it
-    completion = prepare(family.template, family.description,
-                         ChatRequest(ASKED, TOOLS, tool_choice=tool_choice, parallel=False, thinking=False))
+    completion = prepare(
+        family.template,
+        family.description,
+        ChatRequest(ASKED, TOOLS, tool_choice=tool_choice, parallel=False, thinking=False),
+    )
     return replace(completion, body={**completion.body, **SAMPLING})
 
 
@@ -182,15 +197,26 @@ def ask_ours(family: Family, case: str, tool_choice: str, logit_bias: list | Non
 
 
 def ask_llama_server(family: Family, case: str, tool_choice: Any, logit_bias: list | None = None) -> Reply:
-    body = {"messages": ASKED, "tools": TOOLS, "tool_choice": tool_choice, "parallel_tool_calls": False,
-            "temperature": SAMPLING["temperature"], "seed": SAMPLING["seed"], "max_tokens": SAMPLING["n_predict"],
-            "chat_template_kwargs": {"enable_thinking": False},
-            # __verbose in the reply: the grammar and triggers llama-server made for the request
-            "verbose": True}
+    body = {
+        "messages": ASKED,
+        "tools": TOOLS,
+        "tool_choice": tool_choice,
+        "parallel_tool_calls": False,
+        "temperature": SAMPLING["temperature"],
+        "seed": SAMPLING["seed"],
+        "max_tokens": SAMPLING["n_predict"],
+        "chat_template_kwargs": {"enable_thinking": False},
+        # __verbose in the reply: the grammar and triggers llama-server made for the request
+        "verbose": True,
+    }
     if logit_bias:
         body["logit_bias"] = logit_bias
-    request = urllib.request.Request(family.server.url + "/v1/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        family.server.url + "/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     try:
         with urllib.request.urlopen(request, timeout=600) as response:
             completion = json.loads(response.read().decode("utf-8"))
@@ -213,7 +239,7 @@ def _error_message(error: urllib.error.HTTPError) -> str:
 
 def _short(text: str) -> str:
     text = " ".join(str(text).split())
-    return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL - 3] + "..."
+    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
 
 
 def _markup(content: str, family: Family) -> list[str]:
@@ -234,8 +260,11 @@ def judge_calls(reply: Reply, family: Family, *, name: str | None = None) -> Out
     calls = message.get("tool_calls") or []
     content = message.get("content") or ""
     if not calls:
-        return Outcome(NO_CALL, f"no tool_calls; finish_reason {choice['finish_reason']}, {len(content)} characters "
-                                f"of content{_grammar_used(reply)}")
+        return Outcome(
+            NO_CALL,
+            f"no tool_calls; finish_reason {choice['finish_reason']}, {len(content)} characters "
+            f"of content{_grammar_used(reply)}",
+        )
     for call in calls:
         function = call["function"]
         if function["name"] not in SCHEMAS:
@@ -243,14 +272,20 @@ def judge_calls(reply: Reply, family: Family, *, name: str | None = None) -> Out
         try:
             jsonschema.validate(json.loads(function["arguments"]), SCHEMAS[function["name"]])
         except (ValueError, jsonschema.ValidationError) as error:
-            return Outcome(INVALID_ARGUMENTS, f"{_short(error)}; finish_reason {choice['finish_reason']}; "
-                                              f"{function['name']}({_short(function['arguments'])})")
+            return Outcome(
+                INVALID_ARGUMENTS,
+                f"{_short(error)}; finish_reason {choice['finish_reason']}; "
+                f"{function['name']}({_short(function['arguments'])})",
+            )
     named = [call["function"]["name"] for call in calls]
     if name is not None and set(named) != {name}:
         return Outcome(WRONG_TOOL, f"called {', '.join(named)}")
     if len(calls) != 1:
-        return Outcome(SEVERAL_CALLS, f"{len(calls)} calls ({', '.join(dict.fromkeys(named))}) with "
-                                      f"parallel_tool_calls false; finish_reason {choice['finish_reason']}")
+        return Outcome(
+            SEVERAL_CALLS,
+            f"{len(calls)} calls ({', '.join(dict.fromkeys(named))}) with "
+            f"parallel_tool_calls false; finish_reason {choice['finish_reason']}",
+        )
     if _markup(content, family):
         return Outcome(MARKUP_IN_CONTENT, f"{_markup(content, family)} in content {_short(content)!r}")
     if choice["finish_reason"] != "tool_calls":
@@ -322,15 +357,25 @@ def llama_server_trigger_token(unforced: Reply, family: Family) -> tuple[int | N
     return None, f"trigger {_short(', '.join(repr(t['value']) for t in triggers))} is not one token"
 
 
-def measure_side(family: Family, ask: Callable[..., Reply], named_tool_choice: Any,
-                 trigger_token: Callable[[Reply], tuple[int | None, str]]) -> dict[str, Outcome]:
+def measure_side(
+    family: Family,
+    ask: Callable[..., Reply],
+    named_tool_choice: Any,
+    trigger_token: Callable[[Reply], tuple[int | None, str]],
+) -> dict[str, Outcome]:
     """Every case through one path. ``trigger_token`` names the token to bias for the forced case,
     from what the unforced reply reports."""
-    required, named, unforced = (ask(family, REQUIRED, "required"), ask(family, NAMED, named_tool_choice),
-                                 ask(family, UNFORCED, "auto"))
+    required, named, unforced = (
+        ask(family, REQUIRED, "required"),
+        ask(family, NAMED, named_tool_choice),
+        ask(family, UNFORCED, "auto"),
+    )
     replies = [required, named, unforced]
-    outcomes = {REQUIRED: judge_calls(required, family), NAMED: judge_calls(named, family, name=NAMED_TOOL),
-                UNFORCED: judge_plain(unforced, family)}
+    outcomes = {
+        REQUIRED: judge_calls(required, family),
+        NAMED: judge_calls(named, family, name=NAMED_TOOL),
+        UNFORCED: judge_plain(unforced, family),
+    }
     token, why = trigger_token(unforced)
     if token is None:
         outcomes[FORCED] = Outcome(NOT_APPLICABLE, why)
@@ -344,23 +389,38 @@ def measure_side(family: Family, ask: Callable[..., Reply], named_tool_choice: A
 def compare_prompts(family: Family) -> str:
     """Our prompt beside the one llama-server renders for the same request (its /apply-template)."""
     ours = _our_request(family, "required").body["prompt"]
-    body = {"messages": ASKED, "tools": TOOLS, "tool_choice": "required", "parallel_tool_calls": False,
-            "chat_template_kwargs": {"enable_thinking": False}}
-    request = urllib.request.Request(family.server.url + "/apply-template", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    body = {
+        "messages": ASKED,
+        "tools": TOOLS,
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "chat_template_kwargs": {"enable_thinking": False},
+    }
+    request = urllib.request.Request(
+        family.server.url + "/apply-template",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     with urllib.request.urlopen(request, timeout=60) as response:
         theirs = json.loads(response.read().decode("utf-8"))["prompt"]
     if ours == theirs:
         return "same"
     at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
-    return (f"differ from character {at}: ours {_short(ours[max(0, at - 10):at + 30])!r}, "
-            f"llama-server's {_short(theirs[max(0, at - 10):at + 30])!r}")
+    return (
+        f"differ from character {at}: ours {_short(ours[max(0, at - 10) : at + 30])!r}, "
+        f"llama-server's {_short(theirs[max(0, at - 10) : at + 30])!r}"
+    )
 
 
 def measure(family: Family) -> Measurement:
     ours = measure_side(family, ask_ours, NAMED_TOOL, lambda _unforced: our_trigger_token(family))
-    theirs = measure_side(family, ask_llama_server, {"type": "function", "function": {"name": NAMED_TOOL}},
-                          lambda unforced: llama_server_trigger_token(unforced, family))
+    theirs = measure_side(
+        family,
+        ask_llama_server,
+        {"type": "function", "function": {"name": NAMED_TOOL}},
+        lambda unforced: llama_server_trigger_token(unforced, family),
+    )
     return Measurement(family.name, ours, theirs, compare_prompts(family))
 
 
@@ -383,27 +443,42 @@ def report_table(measurements: list[Measurement]) -> str:
             ours, theirs = measurement.ours[case], measurement.theirs[case]
             only_ours += ours.ok and not theirs.ok
             only_theirs += theirs.ok and not ours.ok
-            reasons = [f"{side}: {outcome.detail}" for side, outcome in (("ours", ours), ("llama-server", theirs))
-                       if not outcome.ok]
-            lines.append(f"| {measurement.family} | {case} | {_cell(ours)} | {_cell(theirs)} | "
-                         f"{_escape('; '.join(reasons))} |")
-    summary = (f"{len(measurements)} families x {len(CASES)} cases: ours passes where llama-server does not in "
-               f"{only_ours}, llama-server passes where ours does not in {only_theirs}.")
+            reasons = [
+                f"{side}: {outcome.detail}"
+                for side, outcome in (("ours", ours), ("llama-server", theirs))
+                if not outcome.ok
+            ]
+            lines.append(
+                f"| {measurement.family} | {case} | {_cell(ours)} | {_cell(theirs)} | {_escape('; '.join(reasons))} |"
+            )
+    summary = (
+        f"{len(measurements)} families x {len(CASES)} cases: ours passes where llama-server does not in "
+        f"{only_ours}, llama-server passes where ours does not in {only_theirs}."
+    )
     return "\n".join([*lines, "", summary])
 
 
 def _report_text(measurements: list[Measurement]) -> str:
-    return "\n".join([
-        "# Our export vs llama-server's /v1/chat/completions (--jinja)", "",
-        f"Same llama-server, tiny random model and template per family; temperature {SAMPLING['temperature']}, "
-        f"seed {SAMPLING['seed']}, at most {SAMPLING['n_predict']} tokens, thinking off, parallel tool calls off. "
-        f"Ours: the /completion request of analyzer.llama_server, read by our parser. llama-server's: "
-        f"/v1/chat/completions with the same messages and tools. 'auto, trigger forced' biases each side's "
-        f"own trigger token (llama-server's as its reply reports it).", "",
-        report_table(measurements), "",
-        "Prompts (ours beside llama-server's /apply-template for the same request):", "",
-        "| family | prompts |", "|---|---|",
-        *(f"| {m.family} | {_escape(m.prompts)} |" for m in measurements), ""])
+    return "\n".join(
+        [
+            "# Our export vs llama-server's /v1/chat/completions (--jinja)",
+            "",
+            f"Same llama-server, tiny random model and template per family; temperature {SAMPLING['temperature']}, "
+            f"seed {SAMPLING['seed']}, at most {SAMPLING['n_predict']} tokens, thinking off, parallel tool calls off. "
+            f"Ours: the /completion request of analyzer.llama_server, read by our parser. llama-server's: "
+            f"/v1/chat/completions with the same messages and tools. 'auto, trigger forced' biases each side's "
+            f"own trigger token (llama-server's as its reply reports it).",
+            "",
+            report_table(measurements),
+            "",
+            "Prompts (ours beside llama-server's /apply-template for the same request):",
+            "",
+            "| family | prompts |",
+            "|---|---|",
+            *(f"| {m.family} | {_escape(m.prompts)} |" for m in measurements),
+            "",
+        ]
+    )
 
 
 @pytest.fixture(scope="session")
@@ -434,15 +509,21 @@ def measured(family: Family, comparison_report: list[Measurement]) -> Measuremen
 
 
 def test_our_export_passes_every_case(measured: Measurement) -> None:
-    failed = {case: outcome for case, outcome in measured.ours.items()
-              if not outcome.ok and not (case == FORCED and outcome.verdict == NOT_APPLICABLE)}
+    failed = {
+        case: outcome
+        for case, outcome in measured.ours.items()
+        if not outcome.ok and not (case == FORCED and outcome.verdict == NOT_APPLICABLE)
+    }
     assert not failed, failed
 
 
 def test_llama_server_gives_the_expected_outcomes(measured: Measurement) -> None:
     expected = LLAMA_SERVER_EXPECTED[measured.family]
-    changed = {case: {"measured": measured.theirs[case], "expected": expected.get(case)} for case in CASES
-               if measured.theirs[case].verdict != expected.get(case, ("missing",))[0]}
+    changed = {
+        case: {"measured": measured.theirs[case], "expected": expected.get(case)}
+        for case in CASES
+        if measured.theirs[case].verdict != expected.get(case, ("missing",))[0]
+    }
     assert not changed, changed
 
 
@@ -450,6 +531,9 @@ def test_no_unexplained_case_where_only_llama_server_works(measured: Measurement
     only_theirs = {case for case in CASES if measured.theirs[case].ok and not measured.ours[case].ok}
     explained = {case for family, case in ONLY_LLAMA_SERVER_PASSES if family == measured.family}
     assert only_theirs == explained, {
-        "unexplained": {case: {"ours": measured.ours[case], "llama-server": measured.theirs[case]}
-                        for case in only_theirs - explained},
-        "explained but no longer so": sorted(explained - only_theirs)}
+        "unexplained": {
+            case: {"ours": measured.ours[case], "llama-server": measured.theirs[case]}
+            for case in only_theirs - explained
+        },
+        "explained but no longer so": sorted(explained - only_theirs),
+    }

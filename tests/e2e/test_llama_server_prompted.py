@@ -8,9 +8,10 @@ are the model's special tokens."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import jsonschema
 import pytest
@@ -18,7 +19,6 @@ import pytest
 from analyzer.analysis import analyze
 from analyzer.llama_server import ChatRequest, prepare, send
 from analyzer.sources import load_template
-
 from tests.e2e.server import ASKED, SCHEMAS, TOOLS, Server, special_pieces, vocab_gguf
 from tests.e2e.tiny_model import build_model
 
@@ -47,9 +47,19 @@ def served(request, server_binary: Path, corpus_dir: Path, tmp_path_factory) -> 
 
 
 def _call(served: dict[str, Any], style: str, tool_choice: str) -> dict[str, Any]:
-    request = prepare(served["template"], served["description"],
-                      ChatRequest(ASKED, TOOLS, tool_choice=tool_choice, parallel=False, thinking=False,
-                                  n_predict=N_PREDICT, tool_format=style))
+    request = prepare(
+        served["template"],
+        served["description"],
+        ChatRequest(
+            ASKED,
+            TOOLS,
+            tool_choice=tool_choice,
+            parallel=False,
+            thinking=False,
+            n_predict=N_PREDICT,
+            tool_format=style,
+        ),
+    )
     completion = send(served["server"].url, replace(request, body={**request.body, **SAMPLING}))
     message = completion["choices"][0]["message"]
     assert not message["errors"], message

@@ -36,7 +36,9 @@ def _read_vocab(path: str) -> dict:
     return {key: _field_value(reader, key) for key in reader.fields if key.startswith("tokenizer.ggml.")}
 
 
-def build_model(vocab_gguf: Path, out: Path, special_tokens: list[str], chat_template: str, *, seed: int = 0) -> dict[str, int]:
+def build_model(
+    vocab_gguf: Path, out: Path, special_tokens: list[str], chat_template: str, *, seed: int = 0
+) -> dict[str, int]:
     """Write the model to ``out``; return the id of every special token (added or already there)."""
     vocab = _read_vocab(str(vocab_gguf))
     tokens = list(vocab["tokenizer.ggml.tokens"])
@@ -66,8 +68,10 @@ def build_model(vocab_gguf: Path, out: Path, special_tokens: list[str], chat_tem
     writer.add_token_types(types)
     if "tokenizer.ggml.merges" in vocab:
         writer.add_token_merges(vocab["tokenizer.ggml.merges"])
-    for key, add in (("tokenizer.ggml.eos_token_id", writer.add_eos_token_id),
-                     ("tokenizer.ggml.bos_token_id", writer.add_bos_token_id)):
+    for key, add in (
+        ("tokenizer.ggml.eos_token_id", writer.add_eos_token_id),
+        ("tokenizer.ggml.bos_token_id", writer.add_bos_token_id),
+    ):
         if key in vocab:
             add(vocab[key])
     writer.add_chat_template(chat_template)

@@ -12,7 +12,7 @@ from helpers import fuzz
 def _failures(corpus_dir: Path, count: int, seed: int, large: bool) -> list[str]:
     found = []
     for item, text, problems in fuzz.run(corpus_dir, count, seed, large=large):
-        found += [f"{item.template}: {problem}: {ascii(text[:200])}" for problem in problems]
+        found += [f"{item.template}: {problem}: {text[:200]!a}" for problem in problems]
     return found
 
 
@@ -31,9 +31,10 @@ def test_the_fuzzer_sees_what_it_looks_for(corpus_dir: Path) -> None:
     """The properties can fail: a parser that drops a canary, or whose stream differs, is caught."""
     import random
 
-    from analyzer.backends.parser import Parser
     from helpers.golden import golden
     from helpers.roundtrip import TOOLS
+
+    from analyzer.backends.parser import Parser
 
     class Lossy(Parser):
         def parse(self, text):  # drops everything after the first canary

@@ -14,7 +14,7 @@ def _entry(ctx: click.Context) -> None:
     main(list(ctx.args))
 
 
-def run(args: list[str], input: str | None = None) -> tuple[int, str, str]:  # noqa: A002 - click's name
+def run(args: list[str], input: str | None = None) -> tuple[int, str, str]:
     """Invoke ``main`` as the console script does; return (exit code, stdout, stderr)."""
     runner = CliRunner()
     result = runner.invoke(_entry, args, input=input, catch_exceptions=False)

@@ -53,8 +53,34 @@ def markers_of(description: FormatDescription) -> list[str]:
 
 # --------------------------------------------------------------------------- mutations
 
-_JUNK = ["\x00", "\r\n", "\ud800", "\udc00", "\u2028", "\x7f", "\ufeff", "\\", '"', "{", "}", "[", "]", "<", ">",
-         "'", "\t", "é", "😀", "1e999", "-1e999", "NaN", "Infinity", "99999999999999999999999", "True", "None"]
+_JUNK = [
+    "\x00",
+    "\r\n",
+    "\ud800",
+    "\udc00",
+    "\u2028",
+    "\x7f",
+    "\ufeff",
+    "\\",
+    '"',
+    "{",
+    "}",
+    "[",
+    "]",
+    "<",
+    ">",
+    "'",
+    "\t",
+    "é",
+    "😀",
+    "1e999",
+    "-1e999",
+    "NaN",
+    "Infinity",
+    "99999999999999999999999",
+    "True",
+    "None",
+]
 
 
 def mutate(rng: random.Random, text: str, markers: list[str], *, large: bool = True) -> tuple[str, list[str]]:
@@ -63,7 +89,7 @@ def mutate(rng: random.Random, text: str, markers: list[str], *, large: bool = T
     for _ in range(rng.randint(1, 3)):
         kind = rng.random()
         if kind < 0.2:
-            text = text[:rng.randint(0, len(text))]
+            text = text[: rng.randint(0, len(text))]
         elif kind < 0.35 and markers:
             text = _marker_edit(rng, text, markers)
         elif kind < 0.55:
@@ -72,7 +98,7 @@ def mutate(rng: random.Random, text: str, markers: list[str], *, large: bool = T
         elif kind < 0.6:
             at = rng.randint(0, len(text))
             depth = rng.choice([50, 500, 5000])
-            text = text[:at] + rng.choice(["[", "{\"a\":", "("]) * depth + text[at:]
+            text = text[:at] + rng.choice(["[", '{"a":', "("]) * depth + text[at:]
         elif kind < 0.63 and large:
             text = _long(rng, text)
         else:
@@ -92,11 +118,11 @@ def _marker_edit(rng: random.Random, text: str, markers: list[str]) -> str:
     at = rng.choice([i for i in range(len(text)) if text.startswith(marker, i)])
     choice = rng.random()
     if choice < 0.4:
-        return text[:at] + text[at + len(marker):]  # dropped
+        return text[:at] + text[at + len(marker) :]  # dropped
     if choice < 0.7:
         return text[:at] + marker + text[at:]  # doubled
     other = rng.choice(present)
-    return text[:at] + other + text[at + len(marker):]  # swapped
+    return text[:at] + other + text[at + len(marker) :]  # swapped
 
 
 def _long(rng: random.Random, text: str) -> str:
@@ -112,7 +138,7 @@ def problems(parser: Parser, text: str, canaries: list[str], rng: random.Random)
     """What is wrong with parsing ``text``: nothing, for a sound parser."""
     try:
         batch = parser.parse(text).to_dict()
-    except Exception as exc:  # noqa: BLE001 - the parser must never raise: report what it raised
+    except Exception as exc:
         return [f"batch parse raised {type(exc).__name__}: {exc}"[:300]]
     found = []
     try:
@@ -124,7 +150,7 @@ def problems(parser: Parser, text: str, canaries: list[str], rng: random.Random)
     for size in _chunk_plans(rng, text):
         try:
             streamed = _streamed(parser, text, size, rng)
-        except Exception as exc:  # noqa: BLE001 - same: reported, not raised
+        except Exception as exc:
             found.append(f"stream ({size}) raised {type(exc).__name__}: {exc}"[:300])
             break
         if streamed != batch:
@@ -148,7 +174,7 @@ def _streamed(parser: Parser, text: str, plan: str, rng: random.Random) -> dict:
     stream, message, at = parser.stream(), Message(), 0
     while at < len(text):
         size = 1 if plan == "1" else rng.choice([1, 2, 3, 7, 16, 64, 512, 4096])
-        for delta in stream.feed(text[at:at + size]):
+        for delta in stream.feed(text[at : at + size]):
             apply(message, delta)
         at += size
     for delta in stream.finish():

@@ -66,7 +66,7 @@ class Checker:
         data = text.encode()
         for at, byte in enumerate(data):
             if not matcher.consume_token(byte):
-                seen = data[max(0, at - 40):at].decode(errors="replace")
+                seen = data[max(0, at - 40) : at].decode(errors="replace")
                 first_line = matcher.get_error().splitlines()[0] if matcher.get_error() else "rejected"
                 return Verdict(False, f"byte {at} {bytes([byte])!r} after ...{seen!r}: {first_line}")
         if not matcher.is_accepting():

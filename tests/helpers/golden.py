@@ -50,16 +50,26 @@ def compile_for(description: FormatDescription, corpus_dir: Path) -> CompiledTem
 def tool_calls(description: FormatDescription, calls: list[Call]) -> list[dict[str, Any]]:
     """OpenAI-style tool calls, arguments spelled as the template takes them."""
     as_string = description.input_form.arguments_as_string
-    return [{"id": call_id, "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args) if as_string else args}}
-            for name, args, call_id in calls]
+    return [
+        {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args) if as_string else args},
+        }
+        for name, args, call_id in calls
+    ]
 
 
-def assistant_output(description: FormatDescription, compiled: CompiledTemplate, messages: list[dict[str, Any]],
-                     turn: dict[str, Any], tools: list[dict[str, Any]]) -> str:
+def assistant_output(
+    description: FormatDescription,
+    compiled: CompiledTemplate,
+    messages: list[dict[str, Any]],
+    turn: dict[str, Any],
+    tools: list[dict[str, Any]],
+) -> str:
     """What the model writes for ``turn`` after ``messages``: the history render past the point where
     the generation prompt ends (the way a server sees the model's output). Render errors propagate."""
     extra = {name: "" for name in description.bound_variables}
     prompt = compiled.render(messages, tools=tools, add_generation_prompt=True, extra=extra)
     full = compiled.render([*messages, turn], tools=tools, extra=extra)
-    return full[Session.cut(prompt, full):]
+    return full[Session.cut(prompt, full) :]

@@ -12,34 +12,59 @@ from typing import Any
 
 from analyzer.description import FormatDescription
 from analyzer.lower import lower
-from analyzer.runtime.shape import Marker, OutputShape
 from analyzer.render.engines import CompiledTemplate
+from analyzer.runtime.shape import Marker, OutputShape
 from helpers.golden import Call, assistant_output, compile_for, golden, golden_descriptions, tool_calls
 
 
 def tool(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     """A declared tool; every property gets a description (some templates fail without one)."""
-    return {"type": "function", "function": {"name": name, "description": name, "parameters": {
-        "type": "object", "properties": {key: {**schema, "description": key} for key, schema in properties.items()},
-        "required": required}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {
+                "type": "object",
+                "properties": {key: {**schema, "description": key} for key, schema in properties.items()},
+                "required": required,
+            },
+        },
+    }
 
 
-WEATHER_TOOL = tool("get_weather", {"location": {"type": "string"}, "days": {"type": "integer"},
-                                    "units": {"type": "string", "enum": ["c", "f"]}}, ["location"])
+WEATHER_TOOL = tool(
+    "get_weather",
+    {"location": {"type": "string"}, "days": {"type": "integer"}, "units": {"type": "string", "enum": ["c", "f"]}},
+    ["location"],
+)
 NO_ARGS_TOOL = tool("list_files", {}, [])
 TOOLS = [
     WEATHER_TOOL,
-    tool("search", {"query": {"type": "string"},
-                    "filters": {"type": "object", "properties": {"lang": {"type": "string"}, "max_age": {"type": "integer"}},
-                                "additionalProperties": False},
-                    "limit": {"type": "integer"}, "exact": {"type": "boolean"}}, ["query"]),
+    tool(
+        "search",
+        {
+            "query": {"type": "string"},
+            "filters": {
+                "type": "object",
+                "properties": {"lang": {"type": "string"}, "max_age": {"type": "integer"}},
+                "additionalProperties": False,
+            },
+            "limit": {"type": "integer"},
+            "exact": {"type": "boolean"},
+        },
+        ["query"],
+    ),
     # Declared, not called: a free-form object and no parameters at all, which the grammar must hold too.
     tool("run_code", {"code": {"type": "string"}, "env": {"type": "object", "additionalProperties": True}}, ["code"]),
     NO_ARGS_TOOL,
 ]
 WEATHER: Call = ("get_weather", {"location": "Paris, France", "days": 3, "units": "c"}, "Ab3De6Gh9")
-SEARCH: Call = ("search", {"query": 'cafés "open" late\nnear me', "filters": {"lang": "fr", "max_age": 7}, "limit": 5,
-                           "exact": True}, "Zy8Xw7Vu6")
+SEARCH: Call = (
+    "search",
+    {"query": 'cafés "open" late\nnear me', "filters": {"lang": "fr", "max_age": 7}, "limit": 5, "exact": True},
+    "Zy8Xw7Vu6",
+)
 USER = {"role": "user", "content": "What is the weather?"}
 
 
@@ -65,8 +90,11 @@ def model_output(c: Case, calls: list[Call]) -> str:
     """What the model writes for an assistant message with these calls: the history render past the
     generation prompt, the message spelled in the form the template takes (content "" or None,
     arguments as an object or a JSON string)."""
-    turn = {"role": "assistant", "content": c.description.input_form.content_with_calls,
-            "tool_calls": tool_calls(c.description, calls)}
+    turn = {
+        "role": "assistant",
+        "content": c.description.input_form.content_with_calls,
+        "tool_calls": tool_calls(c.description, calls),
+    }
     return assistant_output(c.description, c.compiled, [USER], turn, TOOLS)
 
 

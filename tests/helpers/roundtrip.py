@@ -16,25 +16,57 @@ from analyzer.errors import RenderError
 from analyzer.render.engines import CompiledTemplate
 from helpers.golden import assistant_output, compile_for, golden_descriptions, tool_calls
 
-__all__ = ["TOOLS", "CASES", "IDS", "REASONING", "descriptions", "compile_for", "model_output", "not_written",
-           "case_outputs"]
+__all__ = [
+    "CASES",
+    "IDS",
+    "REASONING",
+    "TOOLS",
+    "case_outputs",
+    "compile_for",
+    "descriptions",
+    "model_output",
+    "not_written",
+]
 
 TOOLS = [
-    {"type": "function", "function": {
-        "name": "get_weather", "description": "Current weather for a place",
-        "parameters": {"type": "object", "properties": {
-            "location": {"type": "string", "description": "City and country"},
-            "days": {"type": "integer", "description": "How many days"}},
-            "required": ["location"]}}},
-    {"type": "function", "function": {
-        "name": "search", "description": "Search documents",
-        "parameters": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "What to look for"},
-            "filters": {"type": "object", "description": "Filters", "additionalProperties": True}},
-            "required": ["query"]}}},
-    {"type": "function", "function": {
-        "name": "list_files", "description": "List files",
-        "parameters": {"type": "object", "properties": {}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a place",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "location": {"type": "string", "description": "City and country"},
+                    "days": {"type": "integer", "description": "How many days"},
+                },
+                "required": ["location"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Search documents",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for"},
+                    "filters": {"type": "object", "description": "Filters", "additionalProperties": True},
+                },
+                "required": ["query"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "list_files",
+            "description": "List files",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
 ]
 
 # case: (content beside the calls or None, [(tool name, arguments)])
@@ -42,7 +74,7 @@ CASES: dict[str, tuple[str | None, list[tuple[str, dict[str, Any]]]]] = {
     "one call": (None, [("get_weather", {"location": "Paris, France", "days": 3})]),
     "parallel calls": (None, [("get_weather", {"location": "Paris"}), ("search", {"query": "weather in Lyon"})]),
     "content before a call": ("Let me check that.", [("get_weather", {"location": "Tokyo"})]),
-    "unicode and multi-line": (None, [("search", {"query": "línea 1\nline \"2\" <b>&"})]),
+    "unicode and multi-line": (None, [("search", {"query": 'línea 1\nline "2" <b>&'})]),
     "nested object": (None, [("search", {"query": "q", "filters": {"tags": ["a", "b"], "year": 2024}})]),
     "no arguments": (None, [("list_files", {})]),
 }
@@ -56,8 +88,9 @@ def descriptions() -> list[FormatDescription]:
     return golden_descriptions(with_calls=True)
 
 
-def not_written(description: FormatDescription, content: str | None, calls: list[tuple[str, dict[str, Any]]]
-                ) -> str | None:
+def not_written(
+    description: FormatDescription, content: str | None, calls: list[tuple[str, dict[str, Any]]]
+) -> str | None:
     """Why the description says the template does not write this case; None when it does."""
     assert isinstance(description.calls, Calls)
     if len(calls) > 1 and description.capabilities.parallel_calls.status != "yes":
@@ -67,13 +100,19 @@ def not_written(description: FormatDescription, content: str | None, calls: list
     return None
 
 
-def model_output(description: FormatDescription, compiled: CompiledTemplate, content: str | None,
-                 calls: list[tuple[str, dict[str, Any]]]) -> str:
+def model_output(
+    description: FormatDescription,
+    compiled: CompiledTemplate,
+    content: str | None,
+    calls: list[tuple[str, dict[str, Any]]],
+) -> str:
     """The model's part of the template's render of these calls, up to where the model stops."""
     form = description.input_form
-    turn: dict[str, Any] = {"role": "assistant", "content": content if content is not None else form.content_with_calls,
-                            "tool_calls": tool_calls(description, [(name, args, IDS[i])
-                                                                   for i, (name, args) in enumerate(calls)])}
+    turn: dict[str, Any] = {
+        "role": "assistant",
+        "content": content if content is not None else form.content_with_calls,
+        "tool_calls": tool_calls(description, [(name, args, IDS[i]) for i, (name, args) in enumerate(calls)]),
+    }
     if isinstance(description.reasoning, Reasoning) and description.reasoning.forced_open:
         # The prompt opened reasoning: the model writes some and closes it before anything else.
         turn[description.reasoning.field] = REASONING
@@ -86,16 +125,17 @@ def model_output(description: FormatDescription, compiled: CompiledTemplate, con
     at = output.find(closer, last) if closer else -1
     while at != -1:
         # The section closer that ends the calls is followed by a marker or nothing, not more JSON.
-        rest = output[at + len(closer):].lstrip()
+        rest = output[at + len(closer) :].lstrip()
         if not rest or rest[0] in "<[":
             ends.append(at + len(closer))
             break
         at = output.find(closer, at + 1)
-    return output[:min(ends)] if ends else output
+    return output[: min(ends)] if ends else output
 
 
-def case_outputs(description: FormatDescription, compiled: CompiledTemplate, cases: Iterable[str]
-                 ) -> Iterator[tuple[str, str]]:
+def case_outputs(
+    description: FormatDescription, compiled: CompiledTemplate, cases: Iterable[str]
+) -> Iterator[tuple[str, str]]:
     """(case, model output) for each case the template writes: cases its description says it does not
     write, and cases the template itself refuses, are left out; any other error propagates."""
     for case in cases:

@@ -18,8 +18,13 @@ def tools_for(expect: dict[str, Any]) -> list[dict[str, Any]]:
     """The tools the sample's test declared: each argument typed as its expected value is."""
     tools = []
     for call in expect.get("tool_calls", []):
-        properties = {key: {"type": _JSON_TYPES.get(type(value), "string")}
-                      for key, value in call.get("arguments", {}).items()}
-        tools.append({"type": "function", "function": {
-            "name": call["name"], "parameters": {"type": "object", "properties": properties}}})
+        properties = {
+            key: {"type": _JSON_TYPES.get(type(value), "string")} for key, value in call.get("arguments", {}).items()
+        }
+        tools.append(
+            {
+                "type": "function",
+                "function": {"name": call["name"], "parameters": {"type": "object", "properties": properties}},
+            }
+        )
     return tools

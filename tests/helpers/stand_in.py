@@ -19,16 +19,27 @@ class _StandIn(BaseHTTPRequestHandler):
     def log_message(self, *_: Any) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append((self.path, body))  # type: ignore[attr-defined]
         status, content, stop_type = self.server.script  # type: ignore[attr-defined]
         if status != 200:
-            self._send(status, "application/json", json.dumps(
-                {"error": {"code": status, "message": "the grammar is not valid", "type": "invalid_request_error"}}))
+            self._send(
+                status,
+                "application/json",
+                json.dumps(
+                    {"error": {"code": status, "message": "the grammar is not valid", "type": "invalid_request_error"}}
+                ),
+            )
             return
-        final = {"content": "", "stop": True, "stop_type": stop_type, "tokens_evaluated": 17,
-                 "tokens_predicted": 9, "model": "stand-in"}
+        final = {
+            "content": "",
+            "stop": True,
+            "stop_type": stop_type,
+            "tokens_evaluated": 17,
+            "tokens_predicted": 9,
+            "model": "stand-in",
+        }
         if not body.get("stream"):
             self._send(200, "application/json", json.dumps({**final, "content": content}))
             return

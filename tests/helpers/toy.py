@@ -34,19 +34,33 @@ def lit(text: str) -> str:
     return "{{ " + json.dumps(text) + " }}"
 
 
-def chat(assistant: str | None = None, *, calls: str = JSON_CALLS, tool: str = TOOL, user: str = USER,
-         system: str = SYSTEM, prompt: str = PROMPT, before: str = TOOLS) -> str:
+def chat(
+    assistant: str | None = None,
+    *,
+    calls: str = JSON_CALLS,
+    tool: str = TOOL,
+    user: str = USER,
+    system: str = SYSTEM,
+    prompt: str = PROMPT,
+    before: str = TOOLS,
+) -> str:
     """A whole toy template. ``assistant`` is the assistant turn (reading the message as ``m``); by
     default the head, the content, ``calls`` and the end."""
     if assistant is None:
         assistant = HEAD + CONTENT + calls + END
-    return (before + "{% for m in messages %}"
-            "{% if m.role == 'system' %}" + system +
-            "{% elif m.role == 'user' %}" + user +
-            "{% elif m.role == 'assistant' %}" + assistant +
-            "{% elif m.role == 'tool' %}" + tool +
-            "{% endif %}{% endfor %}"
-            "{% if add_generation_prompt %}" + prompt + "{% endif %}")
+    return (
+        before + "{% for m in messages %}"
+        "{% if m.role == 'system' %}"
+        + system
+        + "{% elif m.role == 'user' %}"
+        + user
+        + "{% elif m.role == 'assistant' %}"
+        + assistant
+        + "{% elif m.role == 'tool' %}"
+        + tool
+        + "{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}" + prompt + "{% endif %}"
+    )
 
 
 def describe(source: str, *, engine: str = "minijinja") -> FormatDescription:

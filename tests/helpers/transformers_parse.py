@@ -51,13 +51,13 @@ def streamed(response_template: dict[str, Any], prompt: str, output: str) -> dic
 
 
 def compare(description: FormatDescription, response_template: dict[str, Any], prompt: str, output: str) -> str:
-    """"" when transformers reads ``output`` as our parser does, in one go and one character at a time;
+    """ "" when transformers reads ``output`` as our parser does, in one go and one character at a time;
     else what differs."""
     expected = ours(description, output)
     try:
         batch = theirs(parse_response(output, response_template, prefix=prompt, tools=TOOLS))
         stream = theirs(streamed(response_template, prompt, output))
-    except Exception as exc:  # noqa: BLE001 - what transformers raised is the difference
+    except Exception as exc:
         return f"transformers raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if batch != expected:
         return f"parse_response gives {batch}, our parser {expected}"

@@ -38,7 +38,9 @@ ORACLE = jsonschema.Draft202012Validator
 
 # Property tests are reproducible (the same examples on every run) and untimed (CI machines are slow).
 PROPERTY_SETTINGS = {
-    "deadline": None, "derandomize": True, "database": None,
+    "deadline": None,
+    "derandomize": True,
+    "database": None,
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 }
 
@@ -65,18 +67,26 @@ TYPES = ["array", "boolean", "integer", "null", "number", "object", "string"]
 REFS = ["#", "#/$defs/d0", "#/$defs/d1", "#node", "#/definitions/e0"]
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-20, 20), st.integers(-10**15, 10**15),
-    st.floats(-1e6, 1e6, allow_nan=False), st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e300, -0.0]),
+    st.none(),
+    st.booleans(),
+    st.integers(-20, 20),
+    st.integers(-(10**15), 10**15),
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e300, -0.0]),
     st.text(TEXT, max_size=5),
 )
 json_values = st.recursive(
-    scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(NAMES), kids, max_size=4),
-    max_leaves=10)
+    scalars,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(NAMES), kids, max_size=4),
+    max_leaves=10,
+)
 small_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0, 2.0]),
-              st.text("ab", max_size=2)),
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0, 2.0]), st.text("ab", max_size=2)
+    ),
     lambda kids: st.lists(kids, max_size=2) | st.dictionaries(st.sampled_from(["a", "b"]), kids, max_size=2),
-    max_leaves=3)
+    max_leaves=3,
+)
 
 
 def merged(parts: list[dict]) -> dict:
@@ -101,15 +111,24 @@ def schemas(depth: int) -> st.SearchStrategy:
 def object_schemas(depth: int) -> st.SearchStrategy[dict]:
     """Object schemas, a few keyword groups merged at each level."""
     groups = [
-        st.fixed_dictionaries({"type": st.sampled_from(TYPES) | st.lists(st.sampled_from(TYPES), min_size=1,
-                                                                          max_size=3, unique=True)}),
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(TYPES) | st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True)}
+        ),
         st.fixed_dictionaries({"enum": st.lists(small_values, min_size=1, max_size=4)}),
         st.fixed_dictionaries({"const": small_values}),
-        optional(minimum=st.sampled_from(LIMITS), maximum=st.sampled_from(LIMITS),
-                 exclusiveMinimum=st.sampled_from(LIMITS), exclusiveMaximum=st.sampled_from(LIMITS),
-                 multipleOf=st.sampled_from(STEPS)),
-        optional(minLength=st.sampled_from(COUNTS), maxLength=st.sampled_from(COUNTS),
-                 pattern=st.sampled_from(PATTERNS), format=st.sampled_from(["email", "date"])),
+        optional(
+            minimum=st.sampled_from(LIMITS),
+            maximum=st.sampled_from(LIMITS),
+            exclusiveMinimum=st.sampled_from(LIMITS),
+            exclusiveMaximum=st.sampled_from(LIMITS),
+            multipleOf=st.sampled_from(STEPS),
+        ),
+        optional(
+            minLength=st.sampled_from(COUNTS),
+            maxLength=st.sampled_from(COUNTS),
+            pattern=st.sampled_from(PATTERNS),
+            format=st.sampled_from(["email", "date"]),
+        ),
         st.fixed_dictionaries({"$ref": st.sampled_from(REFS)}),
     ]
     if depth > 0:
@@ -117,26 +136,40 @@ def object_schemas(depth: int) -> st.SearchStrategy[dict]:
         names = st.sampled_from(NAMES)
         object_group = st.fixed_dictionaries(
             {"properties": st.dictionaries(names, sub, min_size=1, max_size=3)},
-            optional={"required": st.lists(names, max_size=3, unique=True),
-                      "additionalProperties": st.booleans() | sub,
-                      "patternProperties": st.dictionaries(st.sampled_from(PATTERNS), sub, max_size=1),
-                      "propertyNames": st.sampled_from([{"maxLength": 1}, {"pattern": "^[a-b]+$"},
-                                                        {"enum": ["a", "b"]}]) | sub,
-                      "minProperties": st.sampled_from(COUNTS), "maxProperties": st.sampled_from(COUNTS),
-                      "dependentRequired": st.dictionaries(names, st.lists(names, max_size=2, unique=True),
-                                                           max_size=2),
-                      "dependentSchemas": st.dictionaries(names, sub, max_size=1)})
-        more_items = {"contains": sub, "minContains": st.sampled_from(COUNTS), "maxContains": st.sampled_from(COUNTS),
-                      "minItems": st.sampled_from(COUNTS), "maxItems": st.sampled_from(COUNTS),
-                      "uniqueItems": st.booleans()}
+            optional={
+                "required": st.lists(names, max_size=3, unique=True),
+                "additionalProperties": st.booleans() | sub,
+                "patternProperties": st.dictionaries(st.sampled_from(PATTERNS), sub, max_size=1),
+                "propertyNames": st.sampled_from([{"maxLength": 1}, {"pattern": "^[a-b]+$"}, {"enum": ["a", "b"]}])
+                | sub,
+                "minProperties": st.sampled_from(COUNTS),
+                "maxProperties": st.sampled_from(COUNTS),
+                "dependentRequired": st.dictionaries(names, st.lists(names, max_size=2, unique=True), max_size=2),
+                "dependentSchemas": st.dictionaries(names, sub, max_size=1),
+            },
+        )
+        more_items = {
+            "contains": sub,
+            "minContains": st.sampled_from(COUNTS),
+            "maxContains": st.sampled_from(COUNTS),
+            "minItems": st.sampled_from(COUNTS),
+            "maxItems": st.sampled_from(COUNTS),
+            "uniqueItems": st.booleans(),
+        }
         array_group = st.fixed_dictionaries({"items": sub}, optional=more_items) | st.fixed_dictionaries(
-            {"prefixItems": st.lists(sub, min_size=1, max_size=2)}, optional={"items": sub, **more_items})
+            {"prefixItems": st.lists(sub, min_size=1, max_size=2)}, optional={"items": sub, **more_items}
+        )
         groups += [object_group, object_group, array_group, array_group]
         several = st.lists(sub, min_size=1, max_size=2)
-        groups.append(st.one_of(
-            st.fixed_dictionaries({"anyOf": several}), st.fixed_dictionaries({"oneOf": several}),
-            st.fixed_dictionaries({"allOf": several}), st.fixed_dictionaries({"not": sub}),
-            st.fixed_dictionaries({"if": sub}, optional={"then": sub, "else": sub})))
+        groups.append(
+            st.one_of(
+                st.fixed_dictionaries({"anyOf": several}),
+                st.fixed_dictionaries({"oneOf": several}),
+                st.fixed_dictionaries({"allOf": several}),
+                st.fixed_dictionaries({"not": sub}),
+                st.fixed_dictionaries({"if": sub}, optional={"then": sub, "else": sub}),
+            )
+        )
     return st.lists(st.one_of(groups), min_size=1, max_size=2).map(merged)
 
 
@@ -146,8 +179,11 @@ def documents(draw: st.DrawFn) -> dict:
     that references mostly resolve."""
     root = draw(object_schemas(2))
     node = draw(object_schemas(0))
-    return {**root, "$defs": {"d0": draw(schemas(0)), "d1": {**node, "$anchor": "node"}},
-            "definitions": {"e0": draw(schemas(0))}}
+    return {
+        **root,
+        "$defs": {"d0": draw(schemas(0)), "d1": {**node, "$anchor": "node"}},
+        "definitions": {"e0": draw(schemas(0))},
+    }
 
 
 DOCUMENTS = documents()
@@ -193,9 +229,13 @@ def pick(draw: st.DrawFn, options: list) -> object:
 
 
 EXAMPLES_OF_TYPE = {
-    "string": st.text(TEXT, max_size=4), "integer": st.integers(-5, 12),
-    "number": st.sampled_from(LIMITS) | st.floats(-5, 12), "boolean": st.booleans(), "null": st.none(),
-    "array": st.lists(scalars, max_size=3), "object": st.dictionaries(st.sampled_from(NAMES), scalars, max_size=3),
+    "string": st.text(TEXT, max_size=4),
+    "integer": st.integers(-5, 12),
+    "number": st.sampled_from(LIMITS) | st.floats(-5, 12),
+    "boolean": st.booleans(),
+    "null": st.none(),
+    "array": st.lists(scalars, max_size=3),
+    "object": st.dictionaries(st.sampled_from(NAMES), scalars, max_size=3),
 }
 
 
@@ -221,12 +261,18 @@ def draw_near(draw: st.DrawFn, schema: object, root: object, depth: int) -> obje
         makers.append(lambda: pick(draw, twins(schema["const"])))
     limits = [schema[k] for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in schema]
     if limits:
-        makers.append(lambda: pick(draw, [(n := pick(draw, limits)), n - 1, n + 1, n - 0.5, n + 0.5, float(n),
-                                          n - 0.01, n + 0.01]))
+        makers.append(
+            lambda: pick(
+                draw, [(n := pick(draw, limits)), n - 1, n + 1, n - 0.5, n + 0.5, float(n), n - 0.01, n + 0.01]
+            )
+        )
     if "multipleOf" in schema:
         step = schema["multipleOf"]
-        makers.append(lambda: pick(draw, [(k := draw(below(13)) - 6) * step, float(k * step), k * step + step / 2,
-                                          k * step + 1e-9]))
+        makers.append(
+            lambda: pick(
+                draw, [(k := draw(below(13)) - 6) * step, float(k * step), k * step + step / 2, k * step + 1e-9]
+            )
+        )
     lengths = [int(schema[k]) for k in ("minLength", "maxLength") if k in schema]
     if lengths:
         makers.append(lambda: draw(texts(max(0, (n := pick(draw, lengths)) - 1), n + 1)))
@@ -245,14 +291,24 @@ def draw_near(draw: st.DrawFn, schema: object, root: object, depth: int) -> obje
 
 
 def _near_objects(draw: st.DrawFn, schema: dict, root: object, depth: int) -> list:
-    keywords = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
-                "minProperties", "maxProperties", "dependentRequired", "dependentSchemas")
+    keywords = (
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "dependentRequired",
+        "dependentSchemas",
+    )
     if not any(keyword in schema for keyword in keywords):
         return []
     properties = schema.get("properties", {})
     required = schema.get("required", [])
-    names = sorted(set(NAMES) | set(properties) | set(required) | set(schema.get("dependentRequired", {}))
-                   | {"a1", "1a", "Åb"})
+    names = sorted(
+        set(NAMES) | set(properties) | set(required) | set(schema.get("dependentRequired", {})) | {"a1", "1a", "Åb"}
+    )
 
     def build(keys: list[str]) -> dict:
         return {name: draw_near(draw, properties.get(name, True), root, depth - 1) for name in dict.fromkeys(keys)}
@@ -275,13 +331,13 @@ def _near_objects(draw: st.DrawFn, schema: dict, root: object, depth: int) -> li
 
 
 def _near_arrays(draw: st.DrawFn, schema: dict, root: object, depth: int) -> list:
-    keywords = ("items", "prefixItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
-                "uniqueItems")
+    keywords = ("items", "prefixItems", "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems")
     if not any(keyword in schema for keyword in keywords):
         return []
     parts = [schema[k] for k in ("items", "contains") if k in schema] + list(schema.get("prefixItems", []))
-    longest = max([int(schema[k]) for k in ("minItems", "maxItems", "minContains", "maxContains") if k in schema]
-                  + [2]) + 1
+    longest = (
+        max([int(schema[k]) for k in ("minItems", "maxItems", "minContains", "maxContains") if k in schema] + [2]) + 1
+    )
 
     def item() -> object:
         return draw_near(draw, pick(draw, parts), root, depth - 1) if parts and draw(below(4)) else draw(small_values)
@@ -301,8 +357,10 @@ def _near_arrays(draw: st.DrawFn, schema: dict, root: object, depth: int) -> lis
         # Each position drawn near its own schema: prefixItems first, then items.
         prefix = schema.get("prefixItems", [])
         rest = schema.get("items", True)
-        return [draw_near(draw, prefix[i] if i < len(prefix) else rest, root, depth - 1)
-                for i in range(draw(below(longest + 1)))]
+        return [
+            draw_near(draw, prefix[i] if i < len(prefix) else rest, root, depth - 1)
+            for i in range(draw(below(longest + 1)))
+        ]
 
     return [items, repeated, with_floats, lambda: items(3), in_place]
 
@@ -329,17 +387,21 @@ def test_verdicts_and_paths_agree_with_jsonschema() -> None:
         outcomes["valid" if expected else "invalid"] += 1
         if not _has_combinators(schema):
             theirs = oracle_paths(schema, value)
-            assert paths_match([v.path for v in violations if v.keyword != "false"],
-                               [v.path for v in violations if v.keyword == "false"], theirs), \
-                f"jsonschema's failing paths: {theirs}\n{shown}"
+            assert paths_match(
+                [v.path for v in violations if v.keyword != "false"],
+                [v.path for v in violations if v.keyword == "false"],
+                theirs,
+            ), f"jsonschema's failing paths: {theirs}\n{shown}"
             outcomes["paths compared"] += 1
             outcomes["paths compared, several"] += len(theirs[0]) + len(theirs[1]) > 1
 
     check()
     total = outcomes["valid"] + outcomes["invalid"]
-    print(f"\noracle: {total} examples compared: {outcomes['valid']} valid, {outcomes['invalid']} invalid; "
-          f"failing paths compared on {outcomes['paths compared']} "
-          f"({outcomes['paths compared, several']} with more than one failure)")
+    print(
+        f"\noracle: {total} examples compared: {outcomes['valid']} valid, {outcomes['invalid']} invalid; "
+        f"failing paths compared on {outcomes['paths compared']} "
+        f"({outcomes['paths compared, several']} with more than one failure)"
+    )
     # Both verdicts must be common, or the comparison says little.
     assert total >= 1600 and min(outcomes["valid"], outcomes["invalid"]) >= total // 4, outcomes
     assert outcomes["paths compared"] >= 400 and outcomes["paths compared, several"] >= 15, outcomes
@@ -351,16 +413,35 @@ def test_schema_problem_agrees_with_check_schema() -> None:
     outcomes: collections.Counter[str] = collections.Counter()
     wrong = {
         "type": ["strnig", 5, [], ["string", "string"], ["string", "float"]],
-        "minimum": ["a", None, True, [1]], "maximum": ["1"], "exclusiveMinimum": ["0", None],
-        "minLength": [-1, 1.5, True, "2"], "maxItems": [-2, 0.5], "minProperties": [False], "maxContains": [-1],
-        "pattern": ["(", "[a-", 5, "a{2,1}"], "required": [["a", "a"], [1], "a", True],
-        "properties": [[], {"a": 5}, "a"], "patternProperties": [{"(": {}}, {"a": 1}],
-        "items": [5, "x", None], "prefixItems": [[], 5, [1]], "anyOf": [[], {}, [5]], "not": [5, []],
-        "multipleOf": [0, -1, "2", -0.5], "enum": ["a", 5, {}], "uniqueItems": [1, "yes", None],
-        "$ref": [5, None], "additionalProperties": [5, "no", []],
+        "minimum": ["a", None, True, [1]],
+        "maximum": ["1"],
+        "exclusiveMinimum": ["0", None],
+        "minLength": [-1, 1.5, True, "2"],
+        "maxItems": [-2, 0.5],
+        "minProperties": [False],
+        "maxContains": [-1],
+        "pattern": ["(", "[a-", 5, "a{2,1}"],
+        "required": [["a", "a"], [1], "a", True],
+        "properties": [[], {"a": 5}, "a"],
+        "patternProperties": [{"(": {}}, {"a": 1}],
+        "items": [5, "x", None],
+        "prefixItems": [[], 5, [1]],
+        "anyOf": [[], {}, [5]],
+        "not": [5, []],
+        "multipleOf": [0, -1, "2", -0.5],
+        "enum": ["a", 5, {}],
+        "uniqueItems": [1, "yes", None],
+        "$ref": [5, None],
+        "additionalProperties": [5, "no", []],
         "dependentRequired": [{"a": "b"}, {"a": ["b", "b"]}, []],
-        "dependentSchemas": [{"a": 1}], "$anchor": ["1a", 5, "a b"], "$defs": [{"x": 5}, []], "format": [5],
-        "contains": [3], "propertyNames": ["x"], "if": [1], "then": [[]],
+        "dependentSchemas": [{"a": 1}],
+        "$anchor": ["1a", 5, "a b"],
+        "$defs": [{"x": 5}, []],
+        "format": [5],
+        "contains": [3],
+        "propertyNames": ["x"],
+        "if": [1],
+        "then": [[]],
     }
 
     @settings(max_examples=400, **PROPERTY_SETTINGS)
@@ -406,7 +487,8 @@ def _subschemas(schema: dict) -> Iterator[dict]:
 
 def _has_combinators(schema: object) -> bool:
     return isinstance(schema, dict) and any(
-        keyword in ("anyOf", "oneOf", "allOf", "not", "if") for node in _subschemas(schema) for keyword in node)
+        keyword in ("anyOf", "oneOf", "allOf", "not", "if") for node in _subschemas(schema) for keyword in node
+    )
 
 
 def oracle_paths(schema: object, value: object) -> tuple[set[tuple], list[tuple]]:
@@ -426,8 +508,11 @@ def oracle_paths(schema: object, value: object) -> tuple[set[tuple], list[tuple]
         elif error.validator == "additionalProperties" and error.validator_value is False:
             named = error.schema.get("properties", {})
             patterns = error.schema.get("patternProperties", {})
-            paths |= {path + (name,) for name in error.instance
-                      if name not in named and not any(re.search(p, name) for p in patterns)}
+            paths |= {
+                path + (name,)
+                for name in error.instance
+                if name not in named and not any(re.search(p, name) for p in patterns)
+            }
         else:
             paths.add(path)
     return paths, false_paths
@@ -439,7 +524,7 @@ def paths_match(ours: list[tuple], ours_false: list[tuple], theirs: tuple[set[tu
         return False
     remaining = list(false_paths)
     for path in sorted(ours_false, key=len, reverse=True):
-        prefix = next((p for p in sorted(remaining, key=len, reverse=True) if path[:len(p)] == p), None)
+        prefix = next((p for p in sorted(remaining, key=len, reverse=True) if path[: len(p)] == p), None)
         if prefix is None:
             return False
         remaining.remove(prefix)
@@ -488,8 +573,11 @@ CASES = [
     ({"required": ["a"]}, ["a"], []),
     ({"properties": {"a": {"type": "string"}}}, {"a": 1, "b": 1}, ["type"]),
     ({"patternProperties": {"^x": {"type": "integer"}}}, {"xa": "s", "b": "s"}, ["type"]),
-    ({"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": False},
-     {"a": 1, "xb": 2, "c": 3}, ["additionalProperties"]),
+    (
+        {"properties": {"a": {}}, "patternProperties": {"^x": {}}, "additionalProperties": False},
+        {"a": 1, "xb": 2, "c": 3},
+        ["additionalProperties"],
+    ),
     ({"additionalProperties": {"type": "integer"}}, {"a": 1, "b": "x"}, ["type"]),
     ({"propertyNames": {"maxLength": 2}}, {"abc": 1, "ab": 2}, ["maxLength"]),
     ({"minProperties": 2}, {"a": 1}, ["minProperties"]),
@@ -583,8 +671,15 @@ CASES = [
     ({"$ref": "#/$defs/n", "maximum": 5, "$defs": {"n": {"minimum": 0}}}, 6, ["maximum"]),
     ({"properties": {"next": {"$ref": "#"}}, "required": ["v"]}, {"v": 1, "next": {"v": 2, "next": {}}}, ["required"]),
     ({"$defs": {"a b": {"type": "string"}}, "$ref": "#/$defs/a%20b"}, 1, ["type"]),
-    ({"$defs": {"a/b": {"type": "string"}, "c~d": {"type": "string"}}, "$ref": "#/$defs/a~1b",
-      "properties": {"x": {"$ref": "#/$defs/c~0d"}}}, {"x": 1}, ["type", "type"]),
+    (
+        {
+            "$defs": {"a/b": {"type": "string"}, "c~d": {"type": "string"}},
+            "$ref": "#/$defs/a~1b",
+            "properties": {"x": {"$ref": "#/$defs/c~0d"}},
+        },
+        {"x": 1},
+        ["type", "type"],
+    ),
     ({"prefixItems": [{"type": "string"}, {"$ref": "#/prefixItems/0"}]}, ["a", 2], ["type"]),
     ({"$defs": {"s": {"$dynamicAnchor": "s", "type": "string"}}, "items": {"$dynamicRef": "#s"}}, ["a", 1], ["type"]),
     (True, {"anything": [1]}, []),
@@ -626,17 +721,28 @@ def test_messages_name_the_value_and_the_limit() -> None:
 
 def test_violations_sorted_by_path_then_keyword_order() -> None:
     schema = {
-        "properties": {"b": {"type": "string"}, "a": {"minimum": 0, "type": "integer"},
-                       "list": {"items": {"type": "integer"}}},
+        "properties": {
+            "b": {"type": "string"},
+            "a": {"minimum": 0, "type": "integer"},
+            "list": {"items": {"type": "integer"}},
+        },
         "required": ["z"],
         "minProperties": 9,
     }
     value = {"list": [1, "x", 2, "y"] * 3, "b": 1, "a": -1.5}
     found = [(v.path, v.keyword) for v in validate(schema, value)]
     assert found == [
-        ((), "required"), ((), "minProperties"), (("a",), "minimum"), (("a",), "type"), (("b",), "type"),
-        (("list", 1), "type"), (("list", 3), "type"), (("list", 5), "type"), (("list", 7), "type"),
-        (("list", 9), "type"), (("list", 11), "type"),
+        ((), "required"),
+        ((), "minProperties"),
+        (("a",), "minimum"),
+        (("a",), "type"),
+        (("b",), "type"),
+        (("list", 1), "type"),
+        (("list", 3), "type"),
+        (("list", 5), "type"),
+        (("list", 7), "type"),
+        (("list", 9), "type"),
+        (("list", 11), "type"),
     ]
     assert validate(schema, value) == validate(schema, dict(reversed(value.items())))
 
@@ -692,8 +798,13 @@ BAD_SCHEMAS = [
     ({"$ref": "#/x-data", "x-data": {"type": "strnig"}}, "'type'"),
     ({"$ref": "#"}, "leads back"),
     ({"allOf": [{"not": {"$ref": "#"}}]}, "leads back"),
-    ({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/a"}]}},
-      "properties": {"x": {"$ref": "#/$defs/a"}}}, "leads back"),
+    (
+        {
+            "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/a"}]}},
+            "properties": {"x": {"$ref": "#/$defs/a"}},
+        },
+        "leads back",
+    ),
     ({"$anchor": "1x"}, "'$anchor'"),
     ({"$defs": {"a": {"$anchor": "x"}, "b": {"$anchor": "x"}}}, "more than once"),
     ({"$defs": {"a": {"$id": "https://example.com/a", "type": "string"}}}, "'$id'"),
@@ -736,28 +847,50 @@ WEATHER = {
 PYDANTIC = {
     "$defs": {
         "Address": {
-            "properties": {"street": {"title": "Street", "type": "string"},
-                           "zip": {"anyOf": [{"type": "string", "pattern": "^[0-9]{5}$"}, {"type": "null"}],
-                                   "default": None, "title": "Zip"}},
-            "required": ["street"], "title": "Address", "type": "object",
+            "properties": {
+                "street": {"title": "Street", "type": "string"},
+                "zip": {
+                    "anyOf": [{"type": "string", "pattern": "^[0-9]{5}$"}, {"type": "null"}],
+                    "default": None,
+                    "title": "Zip",
+                },
+            },
+            "required": ["street"],
+            "title": "Address",
+            "type": "object",
         },
         "Kind": {"enum": ["home", "work"], "title": "Kind", "type": "string"},
     },
     "properties": {
         "name": {"title": "Name", "type": "string", "minLength": 1},
         "addresses": {"items": {"$ref": "#/$defs/Address"}, "title": "Addresses", "type": "array"},
-        "grid": {"type": "array", "items": {"type": "array", "items": {"type": "object",
-                 "properties": {"x": {"type": "number"}, "kind": {"$ref": "#/$defs/Kind"}}, "required": ["x"]}}},
-        "tags": {"anyOf": [{"items": {"type": "string"}, "type": "array", "uniqueItems": True}, {"type": "null"}],
-                 "default": None, "title": "Tags"},
+        "grid": {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"x": {"type": "number"}, "kind": {"$ref": "#/$defs/Kind"}},
+                    "required": ["x"],
+                },
+            },
+        },
+        "tags": {
+            "anyOf": [{"items": {"type": "string"}, "type": "array", "uniqueItems": True}, {"type": "null"}],
+            "default": None,
+            "title": "Tags",
+        },
     },
-    "required": ["name", "addresses"], "title": "Person", "type": "object",
+    "required": ["name", "addresses"],
+    "title": "Person",
+    "type": "object",
 }
 # As pydantic v1 and OpenAPI 3.0 tools write them: definitions, nullable, draft 4 exclusiveMinimum.
 LEGACY_TOOL = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "$id": "https://example.com/tools/search.json",
-    "title": "search", "type": "object",
+    "title": "search",
+    "type": "object",
     "properties": {
         "query": {"type": "string"},
         "limit": {"type": "integer", "minimum": 0, "exclusiveMinimum": True, "nullable": True},
@@ -766,17 +899,33 @@ LEGACY_TOOL = {
     },
     "definitions": {"Filter": {"type": "object", "properties": {"field": {"type": "string"}}, "required": ["field"]}},
 }
-TREE = {"$defs": {"Node": {"type": "object", "properties": {"label": {"type": "string"},
-                                                           "children": {"type": "array",
-                                                                        "items": {"$ref": "#/$defs/Node"}}}}},
-        "$ref": "#/$defs/Node"}
-GOOD_SCHEMAS = [True, False, {}, WEATHER, PYDANTIC, LEGACY_TOOL, TREE,
-                {"$defs": {"a b": {}}, "$ref": "#/$defs/a%20b"},
-                {"$ref": "#/x-shared", "x-shared": {"type": "string"}},
-                {"properties": {"$id": {"type": "string"}, "$ref": {"type": "string"}}},
-                {"const": {"$ref": "http://127.0.0.1:9/x", "$id": "x"}},
-                {"type": "object", "properties": {"child": {"$ref": "#"}}},
-                {"$defs": {"unused": {"$ref": "#/$defs/unused"}}, "type": "string"}]
+TREE = {
+    "$defs": {
+        "Node": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+            },
+        }
+    },
+    "$ref": "#/$defs/Node",
+}
+GOOD_SCHEMAS = [
+    True,
+    False,
+    {},
+    WEATHER,
+    PYDANTIC,
+    LEGACY_TOOL,
+    TREE,
+    {"$defs": {"a b": {}}, "$ref": "#/$defs/a%20b"},
+    {"$ref": "#/x-shared", "x-shared": {"type": "string"}},
+    {"properties": {"$id": {"type": "string"}, "$ref": {"type": "string"}}},
+    {"const": {"$ref": "http://127.0.0.1:9/x", "$id": "x"}},
+    {"type": "object", "properties": {"child": {"$ref": "#"}}},
+    {"$defs": {"unused": {"$ref": "#/$defs/unused"}}, "type": "string"},
+]
 
 
 @pytest.mark.parametrize("schema", GOOD_SCHEMAS, ids=[json.dumps(s)[:50] for s in GOOD_SCHEMAS])
@@ -787,27 +936,53 @@ def test_good_schema(schema: object) -> None:
 def test_real_world_schemas_check_values() -> None:
     assert validate(WEATHER, {"location": "Paris", "unit": "celsius", "days": 3}) == []
     assert [(v.path, v.keyword) for v in validate(WEATHER, {"unit": "kelvin", "days": 0, "extra": 1})] == [
-        ((), "required"), (("days",), "minimum"), (("extra",), "additionalProperties"), (("unit",), "enum")]
-    person = {"name": "Ada", "addresses": [{"street": "Main", "zip": None}, {"street": "Side", "zip": "1234"}],
-              "grid": [[{"x": 1, "kind": "home"}], [{"kind": "shop"}]], "tags": ["a", "a"]}
+        ((), "required"),
+        (("days",), "minimum"),
+        (("extra",), "additionalProperties"),
+        (("unit",), "enum"),
+    ]
+    person = {
+        "name": "Ada",
+        "addresses": [{"street": "Main", "zip": None}, {"street": "Side", "zip": "1234"}],
+        "grid": [[{"x": 1, "kind": "home"}], [{"kind": "shop"}]],
+        "tags": ["a", "a"],
+    }
     assert [(v.path, v.keyword) for v in validate(PYDANTIC, person)] == [
-        (("addresses", 1, "zip"), "anyOf"), (("grid", 1, 0), "required"), (("grid", 1, 0, "kind"), "enum"),
-        (("tags",), "anyOf")]
+        (("addresses", 1, "zip"), "anyOf"),
+        (("grid", 1, 0), "required"),
+        (("grid", 1, 0, "kind"), "enum"),
+        (("tags",), "anyOf"),
+    ]
     assert validate(LEGACY_TOOL, {"query": "q", "limit": None, "filters": [{"field": "f"}], "point": [1, 2.5]}) == []
-    assert [(v.path, v.keyword) for v in validate(LEGACY_TOOL, {"limit": 0, "filters": [{}], "point": [1, 2, 3]})] \
-        == [(("filters", 0), "required"), (("limit",), "minimum"), (("point",), "additionalItems")]
+    assert [(v.path, v.keyword) for v in validate(LEGACY_TOOL, {"limit": 0, "filters": [{}], "point": [1, 2, 3]})] == [
+        (("filters", 0), "required"),
+        (("limit",), "minimum"),
+        (("point",), "additionalItems"),
+    ]
     tree = {"label": "root", "children": [{"label": "a", "children": [{"label": 5}]}]}
     assert [(v.path, v.keyword) for v in validate(TREE, tree)] == [(("children", 0, "children", 0, "label"), "type")]
 
 
-REMOTE_REFS = ["file:///etc/passwd", "http://127.0.0.1:9/x", "https://json-schema.org/draft/2020-12/schema",
-               "/etc/passwd", "//127.0.0.1:9/x", "other.json#/$defs/a", "urn:example:x", str(SCHEMA_FILE)]
+REMOTE_REFS = [
+    "file:///etc/passwd",
+    "http://127.0.0.1:9/x",
+    "https://json-schema.org/draft/2020-12/schema",
+    "/etc/passwd",
+    "//127.0.0.1:9/x",
+    "other.json#/$defs/a",
+    "urn:example:x",
+    str(SCHEMA_FILE),
+]
 
 
 @pytest.mark.parametrize("reference", REMOTE_REFS)
 def test_references_never_leave_the_document(reference: str) -> None:
-    schemas = [{"$ref": reference}, {"properties": {"a": {"$ref": reference}}},
-               {"$defs": {"x": {"$dynamicRef": reference}}}, {"$id": "http://127.0.0.1:9/base.json", "$ref": reference}]
+    schemas = [
+        {"$ref": reference},
+        {"properties": {"a": {"$ref": reference}}},
+        {"$defs": {"x": {"$dynamicRef": reference}}},
+        {"$id": "http://127.0.0.1:9/base.json", "$ref": reference},
+    ]
     for schema in schemas:
         with watching() as seen:
             problem = schema_problem(schema)
@@ -849,8 +1024,13 @@ def nested_objects(depth: int, leaf: object = 1) -> object:
 def nested_schema(depth: int, keyword: str) -> object:
     schema: object = {"type": "integer"}
     for _ in range(depth):
-        schema = {keyword: [schema]} if keyword in ("allOf", "anyOf", "prefixItems") else \
-            {keyword: {"a": schema}} if keyword == "properties" else {keyword: schema}
+        schema = (
+            {keyword: [schema]}
+            if keyword in ("allOf", "anyOf", "prefixItems")
+            else {keyword: {"a": schema}}
+            if keyword == "properties"
+            else {keyword: schema}
+        )
     return schema
 
 
@@ -859,8 +1039,17 @@ def only(violations: list[SchemaViolation], keyword: str) -> SchemaViolation:
     return violations[0]
 
 
-@pytest.mark.parametrize("schema", [True, {}, {"type": "array"}, {"items": {"$ref": "#"}}, {"items": {"items": {}}},
-                                    {"uniqueItems": True, "const": [1]}])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        True,
+        {},
+        {"type": "array"},
+        {"items": {"$ref": "#"}},
+        {"items": {"items": {}}},
+        {"uniqueItems": True, "const": [1]},
+    ],
+)
 def test_deep_values_are_refused_once(schema: object) -> None:
     violation = only(validate(schema, nested_lists(5000)), "depth")
     assert violation.path == (0,) * 100 and "nested more than 100 levels" in violation.message
@@ -868,8 +1057,9 @@ def test_deep_values_are_refused_once(schema: object) -> None:
     assert validate({"properties": {"a": {"$ref": "#"}}, "type": "object"}, nested_objects(99, {})) == []
 
 
-@pytest.mark.parametrize("keyword", ["items", "not", "allOf", "anyOf", "properties", "additionalProperties",
-                                     "prefixItems", "if", "contains"])
+@pytest.mark.parametrize(
+    "keyword", ["items", "not", "allOf", "anyOf", "properties", "additionalProperties", "prefixItems", "if", "contains"]
+)
 def test_deep_schemas_never_raise(keyword: str) -> None:
     schema = nested_schema(5000, keyword)
     assert "nested more than" in schema_problem(schema)
@@ -881,13 +1071,16 @@ def test_deep_schemas_never_raise(keyword: str) -> None:
     assert [v.keyword for v in validate(schema, nested_lists(50))] == ["const", "enum"]
 
 
-@pytest.mark.parametrize("schema", [
-    {"$ref": "#"},
-    {"not": {"$ref": "#"}},
-    {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"},
-    {"$defs": {"a": {"if": {"$ref": "#/$defs/a"}}}, "properties": {"x": {"$ref": "#/$defs/a"}}},
-    {"$anchor": "me", "anyOf": [{"type": "string"}, {"$ref": "#me"}]},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#"},
+        {"not": {"$ref": "#"}},
+        {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"},
+        {"$defs": {"a": {"if": {"$ref": "#/$defs/a"}}}, "properties": {"x": {"$ref": "#/$defs/a"}}},
+        {"$anchor": "me", "anyOf": [{"type": "string"}, {"$ref": "#me"}]},
+    ],
+)
 def test_reference_loops_terminate(schema: object) -> None:
     assert "leads back" in schema_problem(schema)
     for value in (1, {"x": [1]}, "s"):
@@ -896,9 +1089,12 @@ def test_reference_loops_terminate(schema: object) -> None:
 
 
 def test_recursion_through_the_value_is_followed() -> None:
-    schema = {"$defs": {"list": {"type": "object", "properties": {"next": {"$ref": "#/$defs/list"},
-                                                                   "v": {"type": "integer"}}}},
-              "$ref": "#/$defs/list"}
+    schema = {
+        "$defs": {
+            "list": {"type": "object", "properties": {"next": {"$ref": "#/$defs/list"}, "v": {"type": "integer"}}}
+        },
+        "$ref": "#/$defs/list",
+    }
     assert schema_problem(schema) == ""
     value: object = {"v": "last"}
     for _ in range(90):
@@ -933,8 +1129,14 @@ def test_huge_enums_and_values() -> None:
 
 
 def test_python_only_values_are_handled() -> None:
-    schema = {"properties": {"1": {"type": "string"}}, "required": ["1"], "additionalProperties": False,
-              "propertyNames": {"type": "string"}, "patternProperties": {"^1": {}}, "dependentRequired": {1: ["x"]}}
+    schema = {
+        "properties": {"1": {"type": "string"}},
+        "required": ["1"],
+        "additionalProperties": False,
+        "propertyNames": {"type": "string"},
+        "patternProperties": {"^1": {}},
+        "dependentRequired": {1: ["x"]},
+    }
     violations = validate(schema, {1: "x", "1": 5, None: 2, (1, 2): 3})
     assert all(all(type(step) in (str, int) for step in v.path) for v in violations)
     assert ((1,), "additionalProperties") in [(v.path, v.keyword) for v in violations]
@@ -952,11 +1154,25 @@ def test_python_only_values_are_handled() -> None:
         def __repr__(self) -> str:
             raise RuntimeError("no")
 
-    for value in (Hostile(), [Hostile(), Hostile()], (1, 2), {1, 2}, b"x", math.nan, math.inf, -math.inf,
-                  10**5000, -(10**5000), [10**5000, 10**5000], {"a": Hostile()}):
-        for schema in ({"type": "integer", "minimum": 0, "multipleOf": 0.5, "maximum": 1e308},
-                       {"enum": [1, [1]], "const": 1, "uniqueItems": True, "items": {"multipleOf": 3}},
-                       {"type": "string", "pattern": "a", "maxLength": 1, "properties": {"a": {"const": 1}}}):
+    for value in (
+        Hostile(),
+        [Hostile(), Hostile()],
+        (1, 2),
+        {1, 2},
+        b"x",
+        math.nan,
+        math.inf,
+        -math.inf,
+        10**5000,
+        -(10**5000),
+        [10**5000, 10**5000],
+        {"a": Hostile()},
+    ):
+        for schema in (
+            {"type": "integer", "minimum": 0, "multipleOf": 0.5, "maximum": 1e308},
+            {"enum": [1, [1]], "const": 1, "uniqueItems": True, "items": {"multipleOf": 3}},
+            {"type": "string", "pattern": "a", "maxLength": 1, "properties": {"a": {"const": 1}}},
+        ):
             violations = validate(schema, value)
             assert all(isinstance(v, SchemaViolation) and v.keyword != "error" for v in violations), violations
     big = validate({"maximum": 0}, 10**5000)[0].message
@@ -978,10 +1194,15 @@ def test_python_only_values_are_handled() -> None:
 # Keywords, mostly, so that random documents exercise the checks and not only unknown keywords.
 FUZZ_NAMES = st.sampled_from(sorted(schema_module._SCHEMA_NEEDS) + ["nullable", "x", "a"])
 fuzz_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=5)
     | st.sampled_from(["#", "#/$defs/a", "#a", "(", "string", "integer", "^a"]),
     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(FUZZ_NAMES | st.text(max_size=3), kids, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 
 @settings(max_examples=300, **PROPERTY_SETTINGS)
@@ -1000,23 +1221,33 @@ def test_any_json_never_raises(schema: object, value: object) -> None:
 
 def test_module_runs_on_the_standard_library_alone(tmp_path: Path) -> None:
     (tmp_path / "schema_runtime.py").write_text(SCHEMA_FILE.read_text(encoding="utf-8"), encoding="utf-8")
-    program = "\n".join([
-        "import sys",
-        f"sys.path.insert(0, {str(tmp_path)!r})",
-        "import json, schema_runtime",
-        "found = schema_runtime.validate({'properties': {'n': {'minimum': 0}}, 'required': ['q']}, {'n': -1})",
-        "print(json.dumps([[list(v.path), v.keyword, v.message] for v in found]))",
-        "print(json.dumps(schema_runtime.schema_problem({'$ref': 'file:///etc/passwd'})))",
-        "outside = sorted(name for name in sys.modules if name.split('.')[0] not in sys.stdlib_module_names",
-        "                 and name not in ('__main__', 'schema_runtime'))",
-        "print(json.dumps(outside))",
-    ])
-    result = subprocess.run([sys.executable, "-I", "-S", "-c", program], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=120, check=False)
+    program = "\n".join(
+        [
+            "import sys",
+            f"sys.path.insert(0, {str(tmp_path)!r})",
+            "import json, schema_runtime",
+            "found = schema_runtime.validate({'properties': {'n': {'minimum': 0}}, 'required': ['q']}, {'n': -1})",
+            "print(json.dumps([[list(v.path), v.keyword, v.message] for v in found]))",
+            "print(json.dumps(schema_runtime.schema_problem({'$ref': 'file:///etc/passwd'})))",
+            "outside = sorted(name for name in sys.modules if name.split('.')[0] not in sys.stdlib_module_names",
+            "                 and name not in ('__main__', 'schema_runtime'))",
+            "print(json.dumps(outside))",
+        ]
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", program],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert json.loads(lines[0]) == [[[], "required", "required property 'q' is missing"],
-                                    [["n"], "minimum", "-1 is less than the minimum of 0"]]
+    assert json.loads(lines[0]) == [
+        [[], "required", "required property 'q' is missing"],
+        [["n"], "minimum", "-1 is less than the minimum of 0"],
+    ]
     assert "outside" in json.loads(lines[1])
     assert json.loads(lines[2]) == []
 

@@ -27,10 +27,15 @@ class Parser(_runtime.Parser):
     key/value arguments). ``thinking``: the ``enable_thinking`` the prompt was rendered with (None:
     the template's default)."""
 
-    def __init__(self, description: FormatDescription | OutputShape, tools: list[dict[str, Any]] | None = None,
-                 *, thinking: bool | None = None):
+    def __init__(
+        self,
+        description: FormatDescription | OutputShape,
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        thinking: bool | None = None,
+    ):
         shape = description if isinstance(description, OutputShape) else lower(description)
         super().__init__(shape, tools, thinking=thinking)
 
 
-__all__ = ["Parser", "Stream", "StreamParser", "Message", "ToolCall", "ParseError", "Delta", "apply"]
+__all__ = ["Delta", "Message", "ParseError", "Parser", "Stream", "StreamParser", "ToolCall", "apply"]

@@ -22,8 +22,18 @@ from analyzer.backends.gbnf import Grammar, to_grammar
 from analyzer.backends.parser import Parser
 from analyzer.backends.prompted.conversation import PromptedPrompt, render_prompt
 from analyzer.backends.prompted.format import (
-    ANSWER_KEY, RESULTS_HEADER, STYLES, PromptedFormat, answer_text, call_text, fenced, prompted_format,
-    prompted_shape, response_format, results_text, system_text,
+    ANSWER_KEY,
+    RESULTS_HEADER,
+    STYLES,
+    PromptedFormat,
+    answer_text,
+    call_text,
+    fenced,
+    prompted_format,
+    prompted_shape,
+    response_format,
+    results_text,
+    system_text,
 )
 from analyzer.description import FormatDescription
 from analyzer.lower import lower
@@ -62,9 +72,12 @@ class Prompted:
     def to_dict(self, *, with_prompt: bool = True) -> dict[str, Any]:
         fmt = self.format
         example_call = call_text("NAME", {"ARGUMENT": "VALUE"})
-        reply: dict[str, Any] = {"style": fmt.style, "parallel": fmt.parallel,
-                                 "call": example_call if fmt.style == "json" else fenced(example_call),
-                                 "answer": answer_text("TEXT") if fmt.style == "json" else "prose outside the blocks"}
+        reply: dict[str, Any] = {
+            "style": fmt.style,
+            "parallel": fmt.parallel,
+            "call": example_call if fmt.style == "json" else fenced(example_call),
+            "answer": answer_text("TEXT") if fmt.style == "json" else "prose outside the blocks",
+        }
         if not fmt.calls:
             reply.pop("call")
         if not fmt.answers:
@@ -88,22 +101,49 @@ class Prompted:
 SAMPLE_CONVERSATION = [{"role": "user", "content": "Hello"}]
 
 
-def prompted(template: Template, description: FormatDescription, messages: list[dict[str, Any]] | None,
-             tools: list[dict[str, Any]], *, style: str = "json", tool_choice: str = "auto", parallel: bool = True,
-             thinking: bool | None = None, engine: str | None = None) -> Prompted:
+def prompted(
+    template: Template,
+    description: FormatDescription,
+    messages: list[dict[str, Any]] | None,
+    tools: list[dict[str, Any]],
+    *,
+    style: str = "json",
+    tool_choice: str = "auto",
+    parallel: bool = True,
+    thinking: bool | None = None,
+    engine: str | None = None,
+) -> Prompted:
     """The prompted tool format for ``tools`` on ``template``, and the prompt for ``messages`` (a one-line
     sample conversation when None: the placement of the tool text still comes from a real render)."""
     shape = lower(description)
-    fmt = prompted_format(tools, style=style, tool_choice=tool_choice, parallel=parallel,
-                          reasoning=shape.reasoning, stops=shape.stops, thinking=thinking)
+    fmt = prompted_format(
+        tools,
+        style=style,
+        tool_choice=tool_choice,
+        parallel=parallel,
+        reasoning=shape.reasoning,
+        stops=shape.stops,
+        thinking=thinking,
+    )
     text = system_text(fmt)
     conversation = messages if messages is not None else SAMPLE_CONVERSATION
-    prompt = render_prompt(template, description, fmt, text, check_conversation(conversation), thinking=thinking,
-                           engine=engine)
+    prompt = render_prompt(
+        template, description, fmt, text, check_conversation(conversation), thinking=thinking, engine=engine
+    )
     grammar = to_grammar(prompted_shape(fmt), tools, tool_choice=tool_choice, parallel=fmt.parallel, thinking=thinking)
     return Prompted(template, fmt, tools, text, prompt, grammar, response_format(fmt))
 
 
-__all__ = ["prompted", "Prompted", "PromptedFormat", "PromptedParser", "prompted_format", "system_text",
-           "response_format", "prompted_shape", "STYLES",
-           "ANSWER_KEY", "RESULTS_HEADER"]
+__all__ = [
+    "ANSWER_KEY",
+    "RESULTS_HEADER",
+    "STYLES",
+    "Prompted",
+    "PromptedFormat",
+    "PromptedParser",
+    "prompted",
+    "prompted_format",
+    "prompted_shape",
+    "response_format",
+    "system_text",
+]

@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.backends.prompted.format import (
-    PromptedFormat, answer_text, call_text, fenced, results_text,
+    PromptedFormat,
+    answer_text,
+    call_text,
+    fenced,
+    results_text,
 )
 from analyzer.description import FormatDescription
 from analyzer.errors import ConversationError, NoPlaceForTools, RenderError
@@ -30,34 +34,47 @@ class PromptedPrompt:
     reason: str  # why the tool text is where it is
 
 
-def render_prompt(template: Template, description: FormatDescription, fmt: PromptedFormat, tool_text: str,
-                  messages: list[dict[str, Any]], *, thinking: bool | None = None,
-                  engine: str | None = None) -> PromptedPrompt:
+def render_prompt(
+    template: Template,
+    description: FormatDescription,
+    fmt: PromptedFormat,
+    tool_text: str,
+    messages: list[dict[str, Any]],
+    *,
+    thinking: bool | None = None,
+    engine: str | None = None,
+) -> PromptedPrompt:
     renderer = Renderer.for_template(template, description, engine=engine)
     system_role = description.capabilities.system_role
     evidence = next((line for line in tool_text.splitlines()[1:] if line.strip()), tool_text)
     refusal = ""
     if system_role.status in ("refused", "dropped"):
-        refusal = (f"the template refuses a system role ({system_role.message})" if system_role.status == "refused"
-                   else "the template drops system messages")
+        refusal = (
+            f"the template refuses a system role ({system_role.message})"
+            if system_role.status == "refused"
+            else "the template drops system messages"
+        )
     else:
         try:
-            text = renderer.render(spell_conversation(messages, fmt, tool_text, into_user=False),
-                                   generation_prompt=True, thinking=thinking)
+            text = renderer.render(
+                spell_conversation(messages, fmt, tool_text, into_user=False), generation_prompt=True, thinking=thinking
+            )
             if evidence in text:
                 return PromptedPrompt(text, SYSTEM_TURN, "the template writes a system turn")
             refusal = "the template leaves the system message out of the prompt"
         except RenderError as exc:
             refusal = f"the template refuses a system message: {exc.message}"
-    text = renderer.render(spell_conversation(messages, fmt, tool_text, into_user=True), generation_prompt=True,
-                           thinking=thinking)
+    text = renderer.render(
+        spell_conversation(messages, fmt, tool_text, into_user=True), generation_prompt=True, thinking=thinking
+    )
     if evidence not in text:
         raise NoPlaceForTools(f"{template.name}: the prompt holds the tool text in neither a system nor a user turn")
     return PromptedPrompt(text, FIRST_USER_TURN, refusal + ": the tool text opens the first user turn")
 
 
-def spell_conversation(messages: list[dict[str, Any]], fmt: PromptedFormat, tool_text: str, *,
-                       into_user: bool) -> list[dict[str, Any]]:
+def spell_conversation(
+    messages: list[dict[str, Any]], fmt: PromptedFormat, tool_text: str, *, into_user: bool
+) -> list[dict[str, Any]]:
     system_parts: list[str] = []
     turns: list[dict[str, Any]] = []
     calls: list[tuple[str, str]] = []  # (id, name) of the last assistant turn's calls, in order

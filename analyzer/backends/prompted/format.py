@@ -17,7 +17,7 @@ from typing import Any
 
 from analyzer.errors import InputError
 from analyzer.lower import calls_shape, output_shape
-from analyzer.runtime.shape import JsonCallObject, JsonCall, Marker, OutputShape, ReasoningShape, Trigger
+from analyzer.runtime.shape import JsonCall, JsonCallObject, Marker, OutputShape, ReasoningShape, Trigger
 from analyzer.tools import Tool, chosen_tools, declared_tools
 
 STYLES = ("json", "fenced")
@@ -47,21 +47,45 @@ class PromptedFormat:
         return bool(self.callable)
 
 
-def prompted_format(tools: list[dict[str, Any]], *, style: str = "json", tool_choice: str = "auto",
-                    parallel: bool = True, reasoning: ReasoningShape | None = None,
-                    stops: tuple[str, ...] = (), thinking: bool | None = None) -> PromptedFormat:
+def prompted_format(
+    tools: list[dict[str, Any]],
+    *,
+    style: str = "json",
+    tool_choice: str = "auto",
+    parallel: bool = True,
+    reasoning: ReasoningShape | None = None,
+    stops: tuple[str, ...] = (),
+    thinking: bool | None = None,
+) -> PromptedFormat:
     if style not in STYLES:
         raise InputError(f"style {style!r} is none of {', '.join(STYLES)}")
     listed = declared_tools(tools)
-    return PromptedFormat(style, tool_choice, listed, chosen_tools(listed, tool_choice),
-                          tool_choice in ("auto", "none"), parallel and style == "fenced", reasoning, stops, thinking)
+    return PromptedFormat(
+        style,
+        tool_choice,
+        listed,
+        chosen_tools(listed, tool_choice),
+        tool_choice in ("auto", "none"),
+        parallel and style == "fenced",
+        reasoning,
+        stops,
+        thinking,
+    )
 
 
 # --------------------------------------------------------------------------- as an output shape
 
-_CALL_LAYOUT = JsonCall(name_path=(TOOL_KEY,), name_is_key=False, arguments_path=(ARGUMENTS_KEY,),
-                          arguments_encoding="object", id_path=None, index_path=None, index_base=0, constants=(),
-                          key_order=(TOOL_KEY, ARGUMENTS_KEY))
+_CALL_LAYOUT = JsonCall(
+    name_path=(TOOL_KEY,),
+    name_is_key=False,
+    arguments_path=(ARGUMENTS_KEY,),
+    arguments_encoding="object",
+    id_path=None,
+    index_path=None,
+    index_base=0,
+    constants=(),
+    key_order=(TOOL_KEY, ARGUMENTS_KEY),
+)
 
 
 def prompted_shape(fmt: PromptedFormat) -> OutputShape:
@@ -69,10 +93,12 @@ def prompted_shape(fmt: PromptedFormat) -> OutputShape:
     object, a call or the answer object; every JSON object in a reply is read as one of them (or
     reported as not a reply). Style "fenced": prose, and calls in ```tool_call blocks."""
     if fmt.style == "json":
-        calls = calls_shape((), (), None, (JsonCallObject(_CALL_LAYOUT),), trigger=Trigger(pattern=r'\{\s*"'),
-                            stops=fmt.stops)
-        return output_shape(f"prompted {fmt.style}", reasoning=fmt.reasoning, calls=calls, stops=fmt.stops,
-                            answer_key=ANSWER_KEY)
+        calls = calls_shape(
+            (), (), None, (JsonCallObject(_CALL_LAYOUT),), trigger=Trigger(pattern=r'\{\s*"'), stops=fmt.stops
+        )
+        return output_shape(
+            f"prompted {fmt.style}", reasoning=fmt.reasoning, calls=calls, stops=fmt.stops, answer_key=ANSWER_KEY
+        )
     block = (Marker(FENCE_OPEN, trail="\n"), JsonCallObject(_CALL_LAYOUT), Marker(FENCE_CLOSE, lead="\n"))
     calls = calls_shape((), (), () if fmt.parallel else None, block, stops=fmt.stops)
     return output_shape(f"prompted {fmt.style}", reasoning=fmt.reasoning, calls=calls, stops=fmt.stops)
@@ -83,13 +109,24 @@ def response_format(fmt: PromptedFormat) -> dict[str, Any] | None:
     fenced reply mixes prose and JSON, which no JSON schema describes)."""
     if fmt.style != "json":
         return None
-    options = [{"type": "object",
-                "properties": {TOOL_KEY: {"const": tool.name}, ARGUMENTS_KEY: tool.arguments_schema},
-                "required": [TOOL_KEY, ARGUMENTS_KEY], "additionalProperties": False}
-               for tool in fmt.callable]
+    options = [
+        {
+            "type": "object",
+            "properties": {TOOL_KEY: {"const": tool.name}, ARGUMENTS_KEY: tool.arguments_schema},
+            "required": [TOOL_KEY, ARGUMENTS_KEY],
+            "additionalProperties": False,
+        }
+        for tool in fmt.callable
+    ]
     if fmt.answers:
-        options.append({"type": "object", "properties": {ANSWER_KEY: {"type": "string"}},
-                        "required": [ANSWER_KEY], "additionalProperties": False})
+        options.append(
+            {
+                "type": "object",
+                "properties": {ANSWER_KEY: {"type": "string"}},
+                "required": [ANSWER_KEY],
+                "additionalProperties": False,
+            }
+        )
     return {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": {"oneOf": options}}}
 
 
@@ -115,8 +152,9 @@ def signature(tool: Tool) -> str:
     properties = tool.parameters.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     required = set(tool.parameters.get("required") or ())
-    arguments = ", ".join(f"{key}{'' if key in required else '?'}: {type_text(schema)}"
-                          for key, schema in properties.items())
+    arguments = ", ".join(
+        f"{key}{'' if key in required else '?'}: {type_text(schema)}" for key, schema in properties.items()
+    )
     return f"{tool.name}({arguments})"
 
 
@@ -198,22 +236,28 @@ def system_text(fmt: PromptedFormat) -> str:
         if fmt.answers:
             lines.append("Anything outside such blocks is your answer.")
     lines.append(_choice_line(fmt))
-    lines.append(f"Results of your calls come back in a user message that starts with {json.dumps(RESULTS_HEADER)}, "
-                 f"one line per call: {json.dumps({TOOL_KEY: 'NAME', RESULT_KEY: 'RESULT'})}")
+    lines.append(
+        f"Results of your calls come back in a user message that starts with {json.dumps(RESULTS_HEADER)}, "
+        f"one line per call: {json.dumps({TOOL_KEY: 'NAME', RESULT_KEY: 'RESULT'})}"
+    )
     return "\n".join(lines)
 
 
 def _choice_line(fmt: PromptedFormat) -> str:
-    return {"none": "Do not call a tool now: answer.", "auto": "Call a tool when it helps; otherwise answer.",
-            "required": "Call a tool now."}.get(fmt.tool_choice, f"Call the tool {fmt.tool_choice} now.")
+    return {
+        "none": "Do not call a tool now: answer.",
+        "auto": "Call a tool when it helps; otherwise answer.",
+        "required": "Call a tool now.",
+    }.get(fmt.tool_choice, f"Call the tool {fmt.tool_choice} now.")
 
 
 def results_text(results: list[tuple[str, Any]]) -> str:
     """Tool results as the user turn that carries them back: the header, then one line per result, in
     call order, with the tool's name."""
     lines = [RESULTS_HEADER]
-    lines.extend(json.dumps({TOOL_KEY: name, RESULT_KEY: _as_value(content)}, ensure_ascii=False)
-                 for name, content in results)
+    lines.extend(
+        json.dumps({TOOL_KEY: name, RESULT_KEY: _as_value(content)}, ensure_ascii=False) for name, content in results
+    )
     return "\n".join(lines)
 
 
