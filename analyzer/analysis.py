@@ -36,6 +36,7 @@ from analyzer.detect.results import detect_results
 from analyzer.detect.sample import detect_sample
 from analyzer.detect.tools import detect_tool_definitions
 from analyzer.detect.turn import detect_turn
+from analyzer.errors import RenderError
 from analyzer.evidence import Evidence
 from analyzer.render import variants as v
 from analyzer.render.conversation import Renderer
@@ -52,6 +53,9 @@ from analyzer.template import Template
 def analyze(
     template: Template, *, engine: str = DEFAULT_ENGINE, limits: RenderLimits | None = None
 ) -> FormatDescription:
+    # One time budget for every render of the analysis: a template whose renders are each slow
+    # stops with one error instead of running each to its own limit.
+    limits = (limits or RenderLimits()).started()
     compiled = compile_template(template, engine, limits)
     session = Session(compiled, v.Spelling())
     warnings: list[str] = []
@@ -70,6 +74,7 @@ def analyze(
             )
     warnings += found.warnings
     session = session.with_form(found.form)
+    _check_renders_at_all(template, session, found.call_output)
 
     turn = detect_turn(session, found.call_output)
     reasoning = detect_reasoning(session, turn)
@@ -108,6 +113,24 @@ def analyze(
         warnings=tuple(warnings),
         bound_variables=tuple(sorted(session.extra)),
     )
+
+
+def _check_renders_at_all(template: Template, session: Session, call_output: str | Failed) -> None:
+    """A template that renders no conversation at all has no format to describe; saying ``none`` would
+    read as "writes no calls". Refusing every conversation is the same dead end."""
+    if not isinstance(call_output, Failed):
+        return
+    attempts = [
+        session.with_form(session.form.with_(system_role=system)).prompt(tools=tools)
+        for system in (False, True)
+        for tools in (True, False)
+    ]
+    failures = [a for a in attempts if isinstance(a, Failed)]
+    if len(failures) < len(attempts):
+        return
+    why = failures[0].message.removeprefix(f"{template.name}: ")
+    verb = "refuses every conversation" if all(f.refused for f in failures) else "renders no conversation"
+    raise RenderError(f"{template.name}: the template {verb}: {why}")
 
 
 def classify(calls: Calls | Unknown) -> str:
@@ -177,16 +200,18 @@ def inspect(
     *,
     tools: list[dict[str, Any]] | None = None,
     engine: str | None = None,
+    limits: RenderLimits | None = None,
 ) -> Evidence:
     """What a deployment of ``template`` should know beyond ``description`` (its analysis), each fact
     with the render excerpt it rests on. ``tools`` are the caller's, measured instead of the analysis's
     sentinel tools; ``engine`` defaults to the one the analysis used."""
-    renderer = Renderer.for_template(template, description, engine=engine)
+    limits = (limits or RenderLimits()).started()
+    renderer = Renderer.for_template(template, description, engine=engine, limits=limits)
     return Evidence(
         engine=renderer.engine,
         tools=detect_tool_definitions(renderer, template, description, tools),
         context=detect_context(renderer, template),
-        engines=detect_engine_agreement(template, description),
+        engines=detect_engine_agreement(template, description, limits),
         history=detect_history(renderer, description),
         sample=detect_sample(renderer, description),
     )

@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from analyzer import corpus as corpus_lib
-from analyzer import response_check
+from analyzer import limits, response_check
 from analyzer.analysis import analyze as analyze_template
 from analyzer.analysis import inspect as inspect_template
 from analyzer.backends.audit import audit as audit_template
@@ -590,6 +590,16 @@ def golden(update: bool, corpus_dir: Path | None, golden_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The command line, run under the memory limit (``analyzer.limits``)."""
+    try:
+        megabytes = limits.memory_limit_mb()
+    except ValueError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
+    sys.exit(limits.supervised(lambda: _main(argv), megabytes))
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="template-analyzer", standalone_mode=False)
     except click.exceptions.Abort:
@@ -605,6 +615,9 @@ def main(argv: list[str] | None = None) -> None:
     except AnalyzerError as exc:
         click.echo(f"Error: {_one_line(exc.message)}", err=True)
         sys.exit(exc.exit_code)
+    except MemoryError:
+        click.echo(f"Error: the command needed more memory than allowed{limits.memory_limit_text()}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
 

@@ -1,7 +1,8 @@
 """Errors raised by the library, each carrying the exit code the command line uses for it.
 
-A user's mistake (a missing file, a template that does not parse) is an ``InputError`` and exits 2;
-a problem met while doing the work (a template that raises or runs away while rendering) exits 1.
+A user's mistake (a missing file, a template that does not parse or does not render, a conversation
+the template refuses, a template that runs past the limits) exits 2; a problem met while doing the work
+(a format a backend cannot express, a failed download) exits 1; a server's problems exit 3 to 5.
 The command line turns every ``AnalyzerError`` into one line on stderr, never a traceback.
 """
 
@@ -36,7 +37,10 @@ class TemplateSyntaxError(SourceError):
 
 
 class RenderError(AnalyzerError):
-    """A render failed: the template raised, or ran past a time or size limit."""
+    """A render failed: the template raised, or ran past a time or size limit. The template (or the
+    conversation given to it) is the user's input, so this is bad input."""
+
+    exit_code = 2
 
     def __init__(self, message: str, *, raised_by_template: bool = False) -> None:
         super().__init__(message)
@@ -46,6 +50,11 @@ class RenderError(AnalyzerError):
 
 class RenderLimitError(RenderError):
     """A render ran past the time or output-size limit."""
+
+
+class AnalysisLimitError(RenderLimitError):
+    """The work on a template as a whole ran past its time budget, or needed more memory than allowed.
+    Unlike one failed render (a finding), this stops the analysis: nothing it found can be trusted."""
 
 
 class DescriptionError(InputError):

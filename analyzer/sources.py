@@ -19,6 +19,7 @@ import jinja2
 import minijinja
 
 from analyzer.errors import SourceError, TemplateSyntaxError
+from analyzer.limits import MAX_TEMPLATE_CHARS
 from analyzer.template import Template
 
 __all__ = ["load_template"]
@@ -64,6 +65,10 @@ def load_template(
         label += f" [{loaded.variant}]"
     if not loaded.source.strip():
         raise SourceError(f"{label}: template is empty")
+    if len(loaded.source) > MAX_TEMPLATE_CHARS:
+        raise SourceError(
+            f"{label}: the template is {len(loaded.source)} characters long; the limit is {MAX_TEMPLATE_CHARS}"
+        )
     _check_syntax(loaded.source, label)
     return loaded
 

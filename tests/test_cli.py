@@ -49,7 +49,7 @@ def test_analyze_with_jinja2_engine(corpus_dir):
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, fragment):
-    code, out, err = run(args)
+    code, _out, err = run(args)
     assert code == 2
     assert fragment in err
     assert len(err.strip().splitlines()) == 1 or "Usage:" in err
@@ -87,13 +87,14 @@ def test_render_rejects_bad_messages_file(tmp_path, corpus_dir):
     assert code == 2 and "messages is not valid JSON" in err and len(err.strip().splitlines()) == 1
 
 
-def test_render_reports_a_template_refusal_as_exit_1(tmp_path):
+def test_render_reports_a_template_refusal_as_exit_2(tmp_path):
+    # The template refusing the conversation it was given is bad input, exit 2 as the README says.
     template = tmp_path / "strict.jinja"
     template.write_text("{{ raise_exception('no system role') }}", encoding="utf-8")
     messages = tmp_path / "m.json"
     messages.write_text("[]", encoding="utf-8")
     code, _, err = run(["render", str(template), "--messages", str(messages)])
-    assert code == 1 and "template raised: no system role" in err
+    assert code == 2 and "template raised: no system role" in err
 
 
 def test_corpus_fetch_prints_the_folder(corpus_dir):

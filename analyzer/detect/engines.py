@@ -7,11 +7,11 @@ from typing import Any
 
 from analyzer.description import FormatDescription
 from analyzer.diff import common_prefix_len
-from analyzer.errors import AnalyzerError
+from analyzer.errors import AnalysisLimitError, AnalyzerError
 from analyzer.evidence import EngineAgreement, EngineCase, excerpt
 from analyzer.render import variants as v
 from analyzer.render.conversation import Failed, Renderer, Spelling
-from analyzer.render.engines import compile_template
+from analyzer.render.engines import RenderLimits, compile_template
 from analyzer.template import Template
 
 ENGINE_CONTEXT = 40  # characters of each engine's render around their first difference
@@ -28,11 +28,15 @@ def _conversations(form: Spelling) -> list[tuple[str, list[dict[str, Any]], bool
     ]
 
 
-def detect_engine_agreement(template: Template, description: FormatDescription) -> EngineAgreement:
+def detect_engine_agreement(
+    template: Template, description: FormatDescription, limits: RenderLimits | None = None
+) -> EngineAgreement:
     renderers: dict[str, Renderer | Failed] = {}
     for name in ("jinja2", "minijinja"):
         try:
-            renderers[name] = Renderer(compile_template(template, name), description)
+            renderers[name] = Renderer(compile_template(template, name, limits), description)
+        except AnalysisLimitError:
+            raise
         except AnalyzerError as exc:  # a syntax error in one engine is the finding
             renderers[name] = Failed(exc.message, False)
     form = Spelling.from_description(description)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzer.description import FormatDescription, InputForm, Reasoning
-from analyzer.errors import ConversationError, RenderError
+from analyzer.errors import AnalysisLimitError, ConversationError, RenderError
 from analyzer.render.engines import CompiledTemplate, RenderLimits, compile_mutable, compile_template
 from analyzer.runtime.calls import generated_id
 from analyzer.runtime.shape import ID_FORMS, id_pattern
@@ -241,6 +241,8 @@ class Renderer:
             return self.render(
                 messages, tools=tools, generation_prompt=generation_prompt, thinking=thinking, extra=extra
             )
+        except AnalysisLimitError:
+            raise  # the work as a whole is over, not this one render
         except RenderError as exc:
             return Failed(exc.message, exc.raised_by_template)
 

@@ -9,8 +9,13 @@ the default: it agrees with jinja2 on every case of 65 of the 70 corpus template
 Templates are untrusted code. Both engines run sandboxed (jinja2's immutable sandbox; minijinja has
 no access to Python beyond the plain values and the few callbacks we hand it), under a time budget
 (minijinja's fuel, jinja2's deadline checks plus a timer signal on the main thread) and an output-size
-limit. Every context is deep-copied before a render so that a template cannot mutate the caller's
-messages through the minijinja binding, which exposes public methods of Python objects.
+limit. Values a jinja2 template builds with ``*``, ``+`` and ``%`` are sized before they are made
+(minijinja's fuel already grows with the size of what it builds); anything else that grows past the
+process's memory limit (``analyzer.limits``) is a MemoryError, reported as such. An analysis gives
+all its renders one time budget together (``RenderLimits.started``), so a template whose every render
+is slow stops with one error instead of running each render to its own limit. Every context is
+deep-copied before a render so that a template cannot mutate the caller's messages through the
+minijinja binding, which exposes public methods of Python objects.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import jinja2
@@ -33,7 +38,8 @@ import jinja2.nodes
 import jinja2.sandbox
 import minijinja
 
-from analyzer.errors import RenderError, RenderLimitError, TemplateSyntaxError
+from analyzer.errors import AnalysisLimitError, RenderError, RenderLimitError, SourceError, TemplateSyntaxError
+from analyzer.limits import MAX_TEMPLATE_CHARS, memory_limit_text
 from analyzer.template import Template
 
 # A fixed clock: templates that print today's date must render the same on every run.
@@ -44,11 +50,43 @@ DEFAULT_EOS = "</s>"
 
 @dataclass(frozen=True, slots=True)
 class RenderLimits:
-    """Budget for one render. ``fuel`` is minijinja's instruction budget."""
+    """Budget for one render. ``fuel`` is minijinja's instruction budget; ``max_chars`` bounds the
+    output and every string or list a jinja2 template builds with an operator.
+
+    ``budget_seconds`` is for all the renders of one piece of work together (an analysis); it runs
+    from ``started()``, which sets ``deadline`` (a ``time.monotonic()`` value). Limits that were never
+    started bound each render alone, which is what a long-lived renderer (a server) needs.
+    """
 
     seconds: float = 2.0
     max_chars: int = 2_000_000
     fuel: int = 5_000_000
+    budget_seconds: float = 6.0
+    max_source_chars: int = MAX_TEMPLATE_CHARS
+    deadline: float | None = None
+
+    def started(self) -> RenderLimits:
+        """These limits with the budget running from now (unchanged if it already runs)."""
+        return self if self.deadline is not None else replace(self, deadline=time.monotonic() + self.budget_seconds)
+
+    def out_of_budget(self, name: str) -> AnalysisLimitError:
+        return AnalysisLimitError(f"{name}: the analysis ran past its {self.budget_seconds:g} s time budget")
+
+    def check_budget(self, name: str) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise self.out_of_budget(name)
+
+
+def out_of_memory(name: str) -> AnalysisLimitError:
+    return AnalysisLimitError(f"{name}: the template needed more memory than allowed{memory_limit_text()}")
+
+
+def check_source(template: Template, limits: RenderLimits) -> None:
+    if len(template.source) > limits.max_source_chars:
+        raise SourceError(
+            f"{template.origin}: the template is {len(template.source)} characters long; "
+            f"the limit is {limits.max_source_chars}"
+        )
 
 
 class TemplateRaised(Exception):
@@ -143,7 +181,7 @@ def _copy_plain(value: Any) -> Any:
 class _GenerationTag(jinja2.ext.Extension):
     """``{% generation %}...{% endgeneration %}`` marks assistant text for training masks; it renders its body."""
 
-    tags = {"generation"}
+    tags = {"generation"}  # noqa: RUF012 - jinja2 declares it as an instance attribute of Extension
 
     def parse(self, parser: Any) -> jinja2.nodes.Node:
         lineno = next(parser.stream).lineno
@@ -168,10 +206,49 @@ class _OutOfTime(Exception):
     pass
 
 
+class _TooBig(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+_SIZED = (str, list, tuple)
+# A width or precision in a %-format: "%900000000s" builds a string that large.
+_PERCENT_WIDTH = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\d*)(?:\.(\d+))?")
+
+
+def _result_size(operator: str, left: Any, right: Any) -> int:
+    """How large the value ``left <operator> right`` would be, without making it (0: not a sequence)."""
+    if operator == "*":
+        if isinstance(left, _SIZED) and isinstance(right, int):
+            return len(left) * max(right, 0)
+        if isinstance(right, _SIZED) and isinstance(left, int):
+            return len(right) * max(left, 0)
+    elif operator == "+":
+        if isinstance(left, _SIZED) and isinstance(right, _SIZED):
+            return len(left) + len(right)
+    elif operator == "%" and isinstance(left, str):
+        widths = [int(w or 0) + int(p or 0) for w, p in _PERCENT_WIDTH.findall(left)]
+        return len(left) + max(widths, default=0)
+    elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
+        return left.bit_length() * right // 8  # the digits of a huge power
+    return 0
+
+
 class _DeadlineChecks:
-    """Checks the deadline on every call, attribute and item access of a sandboxed environment."""
+    """Checks the deadline on every call, attribute and item access and every operator that can
+    build a large value, and sizes those values before they are built."""
 
     deadline: _Deadline
+    max_chars: int
+    intercepted_binops = frozenset({"*", "+", "%", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        self.deadline.check()
+        size = _result_size(operator, left, right)
+        if size > self.max_chars:
+            raise _TooBig(size)
+        return super().call_binop(context, operator, left, right)  # type: ignore[misc]
 
     def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         self.deadline.check()
@@ -238,6 +315,7 @@ class Jinja2Template:
     engine = "jinja2"
 
     def __init__(self, template: Template, limits: RenderLimits, *, mutable: bool = False) -> None:
+        check_source(template, limits)
         self.template = template
         self.limits = limits
         self._deadline = _Deadline()
@@ -249,15 +327,34 @@ class Jinja2Template:
             extensions=[jinja2.ext.loopcontrols, _GenerationTag],
         )
         env.deadline = self._deadline
+        env.max_chars = limits.max_chars
         env.filters["tojson"] = _tojson
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = _strftime_now
+        limits.check_budget(template.name)
+        seconds = self._time_left()
         try:
-            self._compiled = env.from_string(template.source)
+            with _alarm(seconds):
+                self._compiled = env.from_string(template.source)
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateSyntaxError(
                 f"{template.origin}: Jinja syntax error at line {exc.lineno}: {exc.message}"
             ) from None
+        except _OutOfTime:
+            if limits.deadline is not None and time.monotonic() + 0.05 >= limits.deadline:
+                raise limits.out_of_budget(template.name) from None
+            raise RenderLimitError(f"{template.origin}: compiling ran past the {seconds:g} s time limit") from None
+        except RecursionError:
+            raise TemplateSyntaxError(f"{template.origin}: the template nests too deeply to compile") from None
+        except MemoryError:
+            raise out_of_memory(template.name) from None
+
+    def _time_left(self) -> float:
+        """Seconds this render may take: its own limit, or less when the budget ends sooner."""
+        seconds = self.limits.seconds
+        if self.limits.deadline is not None:
+            seconds = min(seconds, self.limits.deadline - time.monotonic())
+        return max(seconds, 0.001)
 
     def render(
         self,
@@ -267,25 +364,38 @@ class Jinja2Template:
         add_generation_prompt: bool = False,
         extra: Mapping[str, Any] | None = None,
     ) -> str:
+        self.limits.check_budget(self.template.name)
         context = _base_context(self.template, messages, tools, add_generation_prompt, extra)
-        self._deadline.until = time.monotonic() + self.limits.seconds
-        with _alarm(self.limits.seconds * 2):
-            try:
+        seconds = self._time_left()
+        self._deadline.until = time.monotonic() + seconds
+        try:
+            # The timer is the backstop for loops that neither call nor print; the deadline checks
+            # usually stop a render first.
+            with _alarm(seconds * 2):
                 return _collect(self._compiled.generate(context), self.limits, self._deadline, self.template)
-            except TemplateRaised as exc:
-                raise RenderError(f"{self.template.name}: template raised: {exc}", raised_by_template=True) from None
-            except _OutOfTime:
-                raise RenderLimitError(
-                    f"{self.template.name}: render ran past the {self.limits.seconds:g} s time limit"
-                ) from None
-            except RenderError:
-                raise
-            except RecursionError:
-                raise RenderLimitError(f"{self.template.name}: render recursed too deeply") from None
-            except Exception as exc:
-                raise RenderError(f"{self.template.name}: {type(exc).__name__}: {exc}") from None
-            finally:
-                self._deadline.until = float("inf")
+        except TemplateRaised as exc:
+            raise RenderError(f"{self.template.name}: template raised: {exc}", raised_by_template=True) from None
+        except _OutOfTime:
+            if self.limits.deadline is not None and time.monotonic() + 0.05 >= self.limits.deadline:
+                raise self.limits.out_of_budget(self.template.name) from None
+            raise RenderLimitError(
+                f"{self.template.name}: render ran past the {self.limits.seconds:g} s time limit"
+            ) from None
+        except _TooBig as exc:
+            raise RenderLimitError(
+                f"{self.template.name}: the template builds a value of {exc.size} characters or items, "
+                f"past the {self.limits.max_chars} limit"
+            ) from None
+        except RenderError:
+            raise
+        except RecursionError:
+            raise RenderLimitError(f"{self.template.name}: render recursed too deeply") from None
+        except MemoryError:
+            raise out_of_memory(self.template.name) from None
+        except Exception as exc:
+            raise RenderError(f"{self.template.name}: {type(exc).__name__}: {_first_line(exc)}") from None
+        finally:
+            self._deadline.until = float("inf")
 
 
 def _collect(chunks: Iterable[str], limits: RenderLimits, deadline: _Deadline, template: Template) -> str:
@@ -329,6 +439,8 @@ class MiniJinjaTemplate:
     engine = "minijinja"
 
     def __init__(self, template: Template, limits: RenderLimits) -> None:
+        check_source(template, limits)
+        limits.check_budget(template.name)
         self.template = template
         self.limits = limits
         env = minijinja.Environment(
@@ -361,10 +473,13 @@ class MiniJinjaTemplate:
         add_generation_prompt: bool = False,
         extra: Mapping[str, Any] | None = None,
     ) -> str:
+        self.limits.check_budget(self.template.name)
         context = _base_context(self.template, messages, tools, add_generation_prompt, extra)
         started = time.monotonic()
         try:
             output = self._env.render_template("chat", **context)
+        except MemoryError:
+            raise out_of_memory(self.template.name) from None
         except TemplateRaised as exc:
             raise RenderError(f"{self.template.name}: template raised: {exc}", raised_by_template=True) from None
         except minijinja.TemplateError as exc:
@@ -377,6 +492,8 @@ class MiniJinjaTemplate:
             raise RenderError(f"{self.template.name}: {_first_line(exc)}") from None
         except Exception as exc:
             raise RenderError(f"{self.template.name}: {type(exc).__name__}: {exc}") from None
+        # fuel bounds one render; the budget can only be checked once it is done.
+        self.limits.check_budget(self.template.name)
         if len(output) > self.limits.max_chars:
             raise RenderLimitError(
                 f"{self.template.name}: render output passed the {self.limits.max_chars} character limit"

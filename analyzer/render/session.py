@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from analyzer.diff import common_prefix_len, common_suffix_len
-from analyzer.errors import RenderError
+from analyzer.errors import AnalysisLimitError, RenderError
 from analyzer.markers import marker_start
 from analyzer.render import variants as v
 from analyzer.render.conversation import Failed
@@ -53,6 +53,8 @@ class Session:
                 add_generation_prompt=generation_prompt,
                 extra=context_extra,
             )
+        except AnalysisLimitError:
+            raise  # the analysis as a whole is over
         except RenderError as exc:
             result = Failed(exc.message, exc.raised_by_template)
         self._cache[key] = result
