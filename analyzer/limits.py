@@ -137,22 +137,23 @@ def _real_streams() -> bool:
 
 
 def _forward_stderr(fd: int) -> bool:
-    """Copy the child's raw stderr to ours, line by line, holding back allocation-failure aborts;
-    whether one was seen."""
+    """Copy the child's raw stderr to ours, line by line, until an allocation failure: Rust's abort
+    message and what follows it (a backtrace notice) are held back. Whether one was seen."""
     ran_out = False
     pending = b""
     while True:
         chunk = os.read(fd, 65536)
         if not chunk:
             break
+        if ran_out:
+            continue  # drain until the child is gone
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
-            if _ALLOCATION_FAILED.match(line):
-                ran_out = True
-            else:
+            ran_out = ran_out or bool(_ALLOCATION_FAILED.match(line))
+            if not ran_out:
                 _write_stderr(line + b"\n")
-    if pending:
+    if pending and not ran_out:
         if _ALLOCATION_FAILED.match(pending):
             ran_out = True
         else:
