@@ -9,6 +9,7 @@ never shows a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,12 +19,20 @@ from typing import Any
 import click
 
 from analyzer import corpus as corpus_lib
+from analyzer import golden as golden_lib
 from analyzer import limits, response_check
 from analyzer.analysis import analyze as analyze_template
 from analyzer.analysis import inspect as inspect_template
 from analyzer.backends.audit import audit as audit_template
 from analyzer.backends.audit import render_text as render_audit
-from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
+from analyzer.backends.compare import (
+    changes_to_dict,
+    compare_row,
+    diff_descriptions,
+    render_changes,
+    render_table,
+    rows_to_dict,
+)
 from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
 from analyzer.backends.html_report import render_html
 from analyzer.backends.parser import Parser
@@ -31,7 +40,7 @@ from analyzer.backends.parser.codegen import generate_parser_module
 from analyzer.backends.prompted import STYLES
 from analyzer.backends.prompted import prompted as prompted_setup
 from analyzer.backends.response_template import to_response_template
-from analyzer.description import FormatDescription, dumps, to_dict
+from analyzer.description import FormatDescription, to_dict
 from analyzer.errors import AnalyzerError, ConversationError, InputError, ReplyCut
 from analyzer.llama_server import DEFAULT_N_PREDICT, TOOL_FORMATS, ChatRequest, prepare, send, stream_chunks
 from analyzer.lower import lower
@@ -41,9 +50,6 @@ from analyzer.runtime import command as parse_command
 from analyzer.sources import load_template
 from analyzer.summary import summarize
 from analyzer.template import Template
-
-GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
-
 
 # --------------------------------------------------------------------------- converting arguments
 
@@ -142,8 +148,11 @@ def _write(path: str, text: str, what: str) -> None:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="template-analyzer")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Derive tool-call formats, parsers and grammars from LLM chat templates."""
+    if os.environ.get("NO_COLOR"):  # no-color.org: set and not empty; every command's echo inherits it
+        ctx.color = False
 
 
 @cli.command()
@@ -201,9 +210,10 @@ def audit(
 
 @cli.command()
 @click.argument("templates", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help='One JSON object: {"columns": [...], "templates": [...]}.')
 @engine_option
 @variant_option
-def compare(templates: tuple[str, ...], engine: str, variant: str | None) -> None:
+def compare(templates: tuple[str, ...], as_json: bool, engine: str, variant: str | None) -> None:
     """A table of TEMPLATES side by side: format, markers, tool cost, results, ids, refusals, engines."""
     rows = []
     with click.progressbar(templates, label="auditing", file=sys.stderr, show_pos=True) as bar:
@@ -211,17 +221,24 @@ def compare(templates: tuple[str, ...], engine: str, variant: str | None) -> Non
             loaded, description = _analysed(spec, variant, engine)
             report = audit_template(description, inspect_template(loaded, description, engine=engine))
             rows.append(compare_row(description, report))
-    click.echo(render_table(rows, style=click.style))
+    if as_json:
+        click.echo(json.dumps(rows_to_dict(rows), ensure_ascii=False))
+    else:
+        click.echo(render_table(rows, style=click.style))
 
 
 @cli.command("diff")
 @click.argument("old")
 @click.argument("new")
+@click.option("--json", "as_json", is_flag=True, help='One JSON object: {"old", "new", "changes": [...]}.')
 @engine_option
-def diff_command(old: str, new: str, engine: str) -> None:
+def diff_command(old: str, new: str, as_json: bool, engine: str) -> None:
     """What changed in behaviour between two versions of a template (markers, requirements, capabilities)."""
     changes = diff_descriptions(_analysed(old, None, engine)[1], _analysed(new, None, engine)[1])
-    click.echo(render_changes(changes))
+    if as_json:
+        click.echo(json.dumps(changes_to_dict(old, new, changes), ensure_ascii=False))
+    else:
+        click.echo(render_changes(changes))
 
 
 @cli.command()
@@ -567,25 +584,25 @@ def corpus_fetch(dest: Path | None) -> None:
     default=None,
     help="Folder of corpus templates (default: fetch the corpus).",
 )
-@click.option("--golden-dir", type=click.Path(file_okay=False, path_type=Path), default=GOLDEN_DIR, show_default=True)
-def golden(update: bool, corpus_dir: Path | None, golden_dir: Path) -> None:
+@click.option(
+    "--golden-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of golden files (default: golden/ of the source checkout; an installed copy has none).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help='One JSON object: {"golden_dir", "checked", "changed", "updated"}.'
+)
+def golden(update: bool, corpus_dir: Path | None, golden_dir: Path | None, as_json: bool) -> None:
     """Compare the analysis of every corpus template with golden/ (or rewrite it with --update)."""
+    golden_dir = golden_dir or golden_lib.default_golden_dir()
+    golden_lib.check_golden_dir(golden_dir, update)
     folder = corpus_dir or corpus_lib.fetch(progress=lambda line: click.echo(line, err=True))
-    paths = corpus_lib.corpus_templates(folder)
-    changed = []
+    paths = golden_lib.corpus_paths(folder)
     with click.progressbar(paths, label="analysing", file=sys.stderr, show_pos=True) as bar:
-        for path in bar:
-            text = dumps(analyze_template(load_template(str(path))))
-            target = golden_dir / f"{path.stem}.json"
-            old = target.read_text(encoding="utf-8") if target.exists() else None
-            if old != text:
-                changed.append(path.stem)
-                if update:
-                    golden_dir.mkdir(parents=True, exist_ok=True)
-                    target.write_text(text, encoding="utf-8")
-    verb = "rewrote" if update else "differ"
-    click.echo(f"{len(changed)} of {len(paths)} golden files {verb}" + (": " + ", ".join(changed) if changed else ""))
-    if changed and not update:
+        result = golden_lib.run_golden(paths, golden_dir, update=update, progress=lambda items: bar)
+    click.echo(json.dumps(result.to_dict(), ensure_ascii=False) if as_json else result.summary())
+    if result.changed and not update:
         sys.exit(1)
 
 

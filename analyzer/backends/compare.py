@@ -8,6 +8,8 @@ markers, requirements, capabilities; not a text diff of the template sources.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +76,13 @@ def render_table(rows: list[Row], style: Callable[..., str] = lambda text, **_: 
     return "\n".join(lines)
 
 
+def rows_to_dict(rows: list[Row]) -> dict[str, Any]:
+    """The table as JSON: ``{"columns": [...], "templates": [{column: cell}]}``, cells uncut; a column's
+    key is its heading with spaces as underscores (``tool_cost``)."""
+    keys = [column.replace(" ", "_") for column in COLUMNS]
+    return {"columns": keys, "templates": [dict(zip(keys, row.cells, strict=True)) for row in rows]}
+
+
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -90,10 +99,23 @@ _IDENTITY = {"template"}
 
 
 def diff_descriptions(old: FormatDescription, new: FormatDescription) -> list[Change]:
-    """What changed in behaviour between two descriptions: one change per differing field."""
+    """What changed in behaviour between two descriptions: one change per differing field. Messages
+    that name the template (a render error) name it as ``<template>``, so that the same source under
+    two file names shows no change."""
     changes: list[Change] = []
-    _walk(to_dict(old), to_dict(new), "", changes)
+    _walk(_anonymous(to_dict(old), old.template.name), _anonymous(to_dict(new), new.template.name), "", changes)
     return [c for c in changes if c.path.split(".")[0] not in _IDENTITY]
+
+
+def _anonymous(value: Any, name: str) -> Any:
+    """``value`` with the template's name, where a message starts with it (``name: ...``), as ``<template>``."""
+    if isinstance(value, str):
+        return re.sub(rf"(?<![\w.-]){re.escape(name)}(?=: )", "<template>", value) if name else value
+    if isinstance(value, dict):
+        return {key: _anonymous(item, name) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_anonymous(item, name) for item in value]
+    return value
 
 
 def _walk(old: Any, new: Any, path: str, changes: list[Change]) -> None:
@@ -123,6 +145,15 @@ def _pattern(items: list) -> str:
     return "".join(i["text"] if i["kind"] == "text" else "{" + i["name"] + "}" for i in items)
 
 
+def changes_to_dict(old: str, new: str, changes: list[Change]) -> dict[str, Any]:
+    """``{"old": name, "new": name, "changes": [{"path", "old", "new"}]}``, values as in the description's JSON."""
+    return {"old": old, "new": new, "changes": [{"path": c.path, "old": c.old, "new": c.new} for c in changes]}
+
+
+# A changed value longer than this is cut in the text output; --json has it whole.
+SHOW_CHARS = 100
+
+
 def render_changes(changes: list[Change]) -> str:
     if not changes:
         return "no change in behaviour"
@@ -131,7 +162,13 @@ def render_changes(changes: list[Change]) -> str:
 
 def _show(value: Any) -> str:
     if isinstance(value, dict) and value.get("kind") == "unknown":
-        return f"unknown ({value.get('reason')})"
-    if isinstance(value, str):
-        return "'" + visible(value) + "'"
-    return visible(str(value))
+        text = f"unknown ({value.get('reason')})"
+    elif isinstance(value, str):
+        text = "'" + visible(value) + "'"
+    elif value is None or isinstance(value, (bool, int, float)):
+        text = json.dumps(value)
+    else:  # a part of the description as its JSON, not a Python repr
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if len(text) > SHOW_CHARS:
+        text = text[: SHOW_CHARS - 1] + f"… ({len(text)} characters; --json shows all)"
+    return text

@@ -141,13 +141,55 @@ class Spelling:
 
 
 def check_conversation(messages: Any, *, empty: bool = False) -> list[dict[str, Any]]:
-    """A client's conversation: a list of message objects, each with a role; non-empty unless ``empty``."""
+    """A client's conversation: a list of message objects, each with a role, content that is text, a
+    list of parts or null, and tool calls that are a list of call objects with a function name;
+    non-empty unless ``empty``. A template given anything else renders nonsense (a string's letters
+    as calls) or fails deep inside, so each is refused here with what is wrong and where."""
     if not isinstance(messages, list) or not (messages or empty):
         raise ConversationError("messages must be a non-empty JSON list of message objects")
     for number, message in enumerate(messages, 1):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise ConversationError(f'message {number} is not an object with a "role"')
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise ConversationError(
+                f"message {number}: content must be text, a list of parts or null, not {_json_kind(content)}"
+            )
+        calls = message.get("tool_calls")
+        if calls is None:
+            continue
+        if not isinstance(calls, list):
+            raise ConversationError(
+                f"message {number}: tool_calls must be a list of call objects, not {_json_kind(calls)}"
+            )
+        for index, call in enumerate(calls, 1):
+            _check_call(call, f"message {number}, call {index}")
     return messages
+
+
+def _check_call(call: Any, where: str) -> None:
+    if not isinstance(call, dict):
+        raise ConversationError(f"{where}: a call must be an object, not {_json_kind(call)}")
+    function = call.get("function")
+    if not isinstance(function, dict):
+        raise ConversationError(f'{where}: "function" must be an object with a name, not {_json_kind(function)}')
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConversationError(f"{where}: function.name must be a non-empty string, not {_json_kind(name)}")
+    arguments = function.get("arguments")
+    if arguments is not None and not isinstance(arguments, (str, dict)):
+        raise ConversationError(
+            f"{where}: arguments of {name!r} must be an object or a JSON string, not {_json_kind(arguments)}"
+        )
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {str: "a string", dict: "an object", list: "a list", int: "a number", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def arguments_value(function: dict[str, Any]) -> Any:
