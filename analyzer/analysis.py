@@ -72,9 +72,24 @@ def analyze(
                 f"renders tool calls only when the template may modify lists it builds "
                 f"(fails in {engine} and in transformers' sandbox)"
             )
-    warnings += found.warnings
     session = session.with_form(found.form)
-    _check_renders_at_all(template, session, found.call_output)
+    failure = _renders_nothing(session, found.call_output)
+    if failure is not None and compiled.engine == "minijinja":
+        # minijinja lacks a few Python string methods and filters jinja2 has (``removeprefix``): a
+        # template that renders nothing there may render under jinja2 as transformers runs it.
+        other = _bind_missing_variables(
+            template, Session(compile_template(template, "jinja2", limits), v.Spelling()), warnings
+        )
+        other_found = probe(other)
+        other = other.with_form(other_found.form)
+        if _renders_nothing(other, other_found.call_output) is None:
+            compiled, session, found = other.compiled, other, other_found
+            warnings.append(f"renders only under jinja2 ({engine}: {_reason(template, failure)})")
+            failure = None
+    if failure is not None:
+        verb = "refuses every conversation" if failure.refused else "renders no conversation"
+        raise RenderError(f"{template.name}: the template {verb}: {_reason(template, failure)}")
+    warnings += found.warnings
 
     turn = detect_turn(session, found.call_output)
     reasoning = detect_reasoning(session, turn)
@@ -115,22 +130,26 @@ def analyze(
     )
 
 
-def _check_renders_at_all(template: Template, session: Session, call_output: str | Failed) -> None:
-    """A template that renders no conversation at all has no format to describe; saying ``none`` would
-    read as "writes no calls". Refusing every conversation is the same dead end."""
+def _renders_nothing(session: Session, call_output: str | Failed) -> Failed | None:
+    """How the template fails when it renders no conversation at all (with or without a system
+    message, tools or the generation prompt); ``None`` when something renders. Such a template has no
+    format to describe, and saying ``none`` would read as "writes no calls". ``refused`` when the
+    template's own checks refused every conversation."""
     if not isinstance(call_output, Failed):
-        return
-    attempts = [
-        session.with_form(session.form.with_(system_role=system)).prompt(tools=tools)
-        for system in (False, True)
-        for tools in (True, False)
-    ]
-    failures = [a for a in attempts if isinstance(a, Failed)]
-    if len(failures) < len(attempts):
-        return
-    why = failures[0].message.removeprefix(f"{template.name}: ")
-    verb = "refuses every conversation" if all(f.refused for f in failures) else "renders no conversation"
-    raise RenderError(f"{template.name}: the template {verb}: {why}")
+        return None
+    failures = []
+    for system in (False, True):
+        form_session = session.with_form(session.form.with_(system_role=system))
+        for tools in (True, False):
+            for attempt in (form_session.prompt(tools=tools), form_session.history(tools=tools)):
+                if not isinstance(attempt, Failed):
+                    return None
+                failures.append(attempt)
+    return Failed(failures[0].message, all(f.refused for f in failures))
+
+
+def _reason(template: Template, failure: Failed) -> str:
+    return failure.message.removeprefix(f"{template.name}: ")
 
 
 def classify(calls: Calls | Unknown) -> str:

@@ -107,11 +107,13 @@ def supervised(run: Callable[[], None], megabytes: int | None) -> int:
             os._exit(code)
     os.close(write_end)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child gets Ctrl-C and says so
+    previous_term = signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(pid, signum))
     try:
         ran_out = _forward_stderr(read_end)
         _, status = os.waitpid(pid, 0)
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
         os.close(read_end)
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)

@@ -19,6 +19,7 @@ from analyzer.description import (
     pattern_text,
 )
 from analyzer.sources import load_template
+from analyzer.template import Template
 
 
 @pytest.fixture(scope="module")
@@ -233,3 +234,17 @@ def test_result_wrapper_names_the_tool_as_a_field(described):
     d = described("openai-gpt-oss-120b")
     assert pattern_text(d.results.open) == '<|start|>functions.{name} to=assistant<|channel|>commentary<|message|>"'
     assert d.results.linked_by == "name"
+
+
+def test_a_template_minijinja_cannot_render_is_analysed_under_jinja2(tmp_path):
+    """minijinja has no ``str.removeprefix``; the template renders under jinja2 as transformers runs it,
+    so the analysis is of that, and says why, instead of failing or reporting format none."""
+    source = (
+        "{{ 'x'.removeprefix('x') }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    template = Template(source, "strmethods", "mem:strmethods")
+    description = analyze(template)
+    assert description.template.engine == "jinja2"
+    assert any(w.startswith("renders only under jinja2 (minijinja: unknown method") for w in description.warnings)
+    assert description.format == "none"
