@@ -13,6 +13,7 @@ abort message) passes through the parent, and Python's ``sys.stderr`` still goes
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import resource
@@ -80,6 +81,9 @@ def supervised(run: Callable[[], None], megabytes: int | None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     read_end, write_end = os.pipe()
+    # Objects made so far (the imports) go where the collector never visits, so that the child's
+    # collections do not write to, and so copy, every page it shares with the parent.
+    gc.freeze()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         code = 1

@@ -244,7 +244,10 @@ class _DeadlineChecks:
     intercepted_binops = frozenset({"*", "+", "%", "**"})
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        self.deadline.check()
+        if operator == "+":  # by far the most common, in every template: the short way
+            if isinstance(left, _SIZED) and isinstance(right, _SIZED) and len(left) + len(right) > self.max_chars:
+                raise _TooBig(len(left) + len(right))
+            return left + right
         size = _result_size(operator, left, right)
         if size > self.max_chars:
             raise _TooBig(size)
