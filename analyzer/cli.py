@@ -17,8 +17,8 @@ from typing import Any
 
 import click
 
+from analyzer import __version__, response_check
 from analyzer import corpus as corpus_lib
-from analyzer import response_check
 from analyzer.analysis import analyze as analyze_template
 from analyzer.analysis import inspect as inspect_template
 from analyzer.backends.audit import audit as audit_template
@@ -141,7 +141,7 @@ def _write(path: str, text: str, what: str) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="template-analyzer")
+@click.version_option(version=__version__, prog_name="template-analyzer")
 def cli() -> None:
     """Derive tool-call formats, parsers and grammars from LLM chat templates."""
 
