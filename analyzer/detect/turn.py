@@ -97,10 +97,8 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
             first = _first_marker(following)
             header = find_markers(following, symbols=True)
             # The first marker after the content ends the turn unless it is the next turn's header.
-            next_header = (
-                (bool(header)
-                and header[-1].group() == first.strip())
-                or (isinstance(prompt, str) and prompt.startswith(first.strip()))
+            next_header = (bool(header) and header[-1].group() == first.strip()) or (
+                isinstance(prompt, str) and prompt.startswith(first.strip())
             )
             if first.strip() and not next_header:
                 end = first

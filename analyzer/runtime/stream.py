@@ -659,10 +659,8 @@ class Stream:
             found = self._buf.find(text, max(self._call_start, self._scan_from))
             self._scan_from = max(self._call_start, len(self._buf) - len(text))
             return found != -1
-        return (
-            self._buf.rstrip().endswith(("}", "]", ")", '"'))
-            or (len(self._buf) - self._call_start > 0
-            and self._buf[-1:] in '}])"\n')
+        return self._buf.rstrip().endswith(("}", "]", ")", '"')) or (
+            len(self._buf) - self._call_start > 0 and self._buf[-1:] in '}])"\n'
         )
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
