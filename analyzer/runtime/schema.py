@@ -1000,7 +1000,8 @@ def _schema_check_items(
     if not isinstance(value, list):
         return
     if isinstance(expected, list):  # draft 4 to 7: a schema per position, then additionalItems
-        for index, (subschema, item) in enumerate(zip(expected, value, strict=False)):  # items may be fewer or more than schemas
+        # the items may be fewer or more than the schemas
+        for index, (subschema, item) in enumerate(zip(expected, value, strict=False)):
             _schema_apply(run, subschema, item, path + (index,), nesting + 1, found, quick)
             if _schema_stop(run, found, quick):
                 return
@@ -1058,7 +1059,8 @@ def _schema_check_prefix_items(
     quick: bool,
 ) -> None:
     if isinstance(value, list) and isinstance(expected, list):
-        for index, (subschema, item) in enumerate(zip(expected, value, strict=False)):  # items may be fewer or more than schemas
+        # the items may be fewer or more than the schemas
+        for index, (subschema, item) in enumerate(zip(expected, value, strict=False)):
             _schema_apply(run, subschema, item, path + (index,), nesting + 1, found, quick)
             if _schema_stop(run, found, quick):
                 return
