@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from analyzer.description import Reasoning, Turn, Unknown
+from analyzer.description import Reasoning, ReasoningScope, ReasoningToggle, Turn, Unknown
 from analyzer.diff import common_prefix_len, common_suffix_len
 from analyzer.markers import (
     first_marker,
@@ -114,8 +114,8 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
                 scope="not written in history",
                 opened_when_thinking=True,
             )
-    prompt = turn.generation_prompt
-    m = _OPEN_TAG.search(prompt) if isinstance(prompt, str) else None
+    prompt = turn.generation_prompt if isinstance(turn.generation_prompt, str) else ""
+    m = _OPEN_TAG.search(prompt)  # never in "": an unknown prompt opens nothing
     if m is None:
         return None
     close = f"</{m.group(1)}>"
@@ -135,7 +135,9 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
     return None
 
 
-def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, scope: str) -> Reasoning | Unknown:
+def _markers(
+    session: Session, turn: Turn, plain: str, output: str, key: str, scope: ReasoningScope
+) -> Reasoning | Unknown:
     at = output.find(v.REASONING_TEXT)
     after_at = at + len(v.REASONING_TEXT)
     head = marker_start(output, min(common_prefix_len(plain, output), at))
@@ -195,7 +197,7 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, sc
     )
 
 
-def _toggle(session: Session) -> str | Unknown:
+def _toggle(session: Session) -> ReasoningToggle | Unknown:
     on = session.prompt(extra={"enable_thinking": True})
     off = session.prompt(extra={"enable_thinking": False})
     if isinstance(on, Failed) or isinstance(off, Failed):

@@ -21,7 +21,7 @@ def generation_prompt(session: Session) -> str | Unknown:
     with_prompt = session.prompt()
     without = session.render(v.opening(session.form), generation_prompt=False)
     if isinstance(with_prompt, Failed) or isinstance(without, Failed):
-        failed = with_prompt if isinstance(with_prompt, Failed) else without
+        failed = next(render for render in (with_prompt, without) if isinstance(render, Failed))
         return Unknown(f"prompt does not render: {failed.message}")
     return with_prompt[marker_start(with_prompt, common_prefix_len(with_prompt, without)) :]
 
