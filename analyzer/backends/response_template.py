@@ -320,8 +320,8 @@ class _Builder:
     # ------------------------------------------------------------------ calls
 
     def calls(self, calls: CallsShape) -> dict[str, Any]:
-        if _json_array_section(calls):
-            return self.array_section(calls, calls.call[0])  # type: ignore[arg-type]
+        if _json_array_section(calls) and isinstance(first := calls.call[0], JsonCallObject):
+            return self.array_section(calls, first)
         at = next(
             (k for k, part in enumerate(calls.call) if isinstance(part, (JsonArgs, KeyValueArgs, JsonCallObject))), None
         )

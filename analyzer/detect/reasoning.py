@@ -9,6 +9,7 @@ the text after it up to where they meet again. When the two renders part or meet
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from analyzer.description import Reasoning, ReasoningScope, ReasoningToggle, Turn, Unknown
 from analyzer.diff import common_prefix_len, common_suffix_len
@@ -49,12 +50,12 @@ def _glue_marker(text: str, at: int) -> int:
     return at
 
 
-def _reasoning_key(session: Session, **message: object) -> str | None:
+def _reasoning_key(session: Session, **message: Any) -> str | None:
     """Which message key the template reads reasoning from: one render with every key set to its own text."""
     # reasoning_content alone first: it is what OpenAI-style clients send, so a template that reads
     # several keys is described by that one.
     for keys in (("reasoning_content",), tuple(REASONING_PROBES)[1:]):
-        probe = v.assistant(session.form, **message)  # type: ignore[arg-type]
+        probe = v.assistant(session.form, **message)
         for key in keys:
             probe[key] = REASONING_PROBES[key]
         output = session.history(probe)

@@ -20,7 +20,7 @@ class NodeError(ValueError):
 
 def node_to_dict(node: Any) -> Any:
     if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        out: dict[str, Any] = {"kind": type(node).kind}  # type: ignore[attr-defined]
+        out: dict[str, Any] = {"kind": type(node).kind}  # type: ignore[attr-defined]  # each node class has a kind
         for item in dataclasses.fields(node):
             out[item.name] = node_to_dict(getattr(node, item.name))
         return out

@@ -35,6 +35,7 @@ import math
 import re
 import reprlib
 import urllib.parse
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeGuard
 
 # How far checking goes before it refuses, rather than exhaust the stack or the clock. Containers in a
@@ -346,10 +347,11 @@ def _schema_document_too_big(schema: object) -> str:
     pending: list[tuple[object, int]] = [(schema, 0)]
     while pending:
         node, depth = pending.pop()
+        members: Iterable[object]
         if isinstance(node, dict):
             members = node.values()
         elif isinstance(node, list):
-            members = node  # type: ignore[assignment]
+            members = node
         else:
             continue
         if depth >= _SCHEMA_MAX_DOCUMENT_DEPTH:
@@ -409,12 +411,12 @@ def _schema_loop(root: object, anchors: dict[str, object]) -> str:
         if id(start) in state:
             continue
         state[id(start)] = 1
-        chain: list[tuple[dict[object, object], object, str]] = [
+        chain: list[tuple[dict[object, object], Iterator[tuple[str, object]], str]] = [
             (start, iter(_schema_in_place(start, root, anchors)), "")
         ]
         while chain:
             node, edges, _ = chain[-1]
-            edge = next(edges, None)  # type: ignore[call-overload]
+            edge = next(edges, None)
             if edge is None:
                 state[id(node)] = 2
                 chain.pop()
@@ -696,10 +698,11 @@ def _schema_value_too_big(value: object) -> SchemaViolation | None:
     pending: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
     while pending:
         node, path = pending.pop()
+        members: Iterable[tuple[object, object]]
         if isinstance(node, dict):
             members = node.items()
         elif isinstance(node, list):
-            members = enumerate(node)  # type: ignore[assignment]
+            members = enumerate(node)
         else:
             continue
         if len(path) >= _SCHEMA_MAX_VALUE_DEPTH:

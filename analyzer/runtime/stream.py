@@ -548,7 +548,7 @@ class Stream:
     # ------------------------------------------------------------------ an answer object
 
     def _open_answer(self) -> None:
-        m = self._answer_opener.match(self._buf)  # type: ignore[union-attr]
+        m = self._answer_opener.match(self._buf)  # type: ignore[union-attr]  # called only once it matched
         assert m is not None
         self._answer_at = m.end()
         self._answer_closed = -1
