@@ -755,7 +755,6 @@ def test_violation_is_a_frozen_value() -> None:
     assert not hasattr(violation, "__dict__")
 
 
-
 def test_one_list_as_both_const_and_enum() -> None:
     # A Python caller may share one list between keywords; each keyword must judge by its own meaning,
     # whichever comes first (the const and the enum options were once cached under one key).
