@@ -169,7 +169,7 @@ def _same_modulo_counters(expected: str, actual: str) -> tuple[tuple[int, str, s
         return None
     expected_runs = [m.group() for m in _DIGITS.finditer(expected)]
     actual_runs = [m.group() for m in _DIGITS.finditer(actual)]
-    # as many runs on both sides, but for a "#" written where the other text has digits: pairs go as far as both
+    # as many runs on both sides unless one text has a "#" where the other has digits: paired as far as both go
     pairs = zip(expected_runs, actual_runs, strict=False)
     return tuple((k, e, a) for k, (e, a) in enumerate(pairs) if e != a)
 
