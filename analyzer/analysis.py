@@ -20,6 +20,7 @@ from analyzer.description import (
     Capability,
     Field,
     FormatDescription,
+    FormatName,
     JsonArguments,
     KeyValueArguments,
     TemplateRef,
@@ -110,7 +111,7 @@ def analyze(
     )
 
 
-def classify(calls: Calls | Unknown) -> str:
+def classify(calls: Calls | Unknown) -> FormatName:
     """A short class name: how the name and the arguments are written."""
     if isinstance(calls, Unknown):
         return "none"

@@ -56,7 +56,7 @@ class JsonList:
     items: list[Any]
 
 
-class JsonListFile(click.ParamType):
+class JsonListFile(click.ParamType):  # type: ignore[type-arg]  # generic only since click 8.4; 8.1 is allowed
     """A file (``-``: stdin) holding a JSON list of objects, or an object holding it under ``key``."""
 
     name = "file"
@@ -86,6 +86,8 @@ class JsonListFile(click.ParamType):
         return JsonList(value, data)
 
 
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]  # what click.option returns
+
 TOOLS = JsonListFile("tools", "tools")
 MESSAGES = JsonListFile("messages", "messages")
 
@@ -106,15 +108,15 @@ thinking_option = click.option(
 no_parallel_option = click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
 
 
-def tools_option(help: str, *, required: bool = False) -> Callable:
+def tools_option(help: str, *, required: bool = False) -> Decorator:
     return click.option("--tools", type=TOOLS, default=None, required=required, help=help)
 
 
-def messages_option(help: str, *, required: bool = True) -> Callable:
+def messages_option(help: str, *, required: bool = True) -> Decorator:
     return click.option("--messages", type=MESSAGES, default=None, required=required, help=help)
 
 
-def tool_choice_option(help: str) -> Callable:
+def tool_choice_option(help: str) -> Decorator:
     return click.option("--tool-choice", default="auto", show_default=True, help=help)
 
 
@@ -269,7 +271,7 @@ def parse(
     if template == "-":
         raise InputError("parse reads the model's output from stdin: give the template as a file, not -")
     parser = Parser(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking)
-    source = click.get_binary_stream("stdin")
+    source = sys.stdin.buffer  # click.get_binary_stream is deprecated since click 8.5
     if stream:
         parse_command.parse_stream(parser, source, lambda line: click.echo(line))
     elif jsonl:

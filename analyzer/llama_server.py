@@ -14,6 +14,7 @@ HTTP and OpenAI's object shapes.
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -142,12 +143,13 @@ def completion_url(url: str) -> str:
     return url if url.endswith("/completion") else url + "/completion"
 
 
-def _post(url: str, body: dict[str, Any], timeout: float):
+def _post(url: str, body: dict[str, Any], timeout: float) -> http.client.HTTPResponse:
     request = urllib.request.Request(
         completion_url(url), data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
     )
     try:
-        return urllib.request.urlopen(request, timeout=timeout)
+        response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=timeout)  # an http(s) URL
+        return response
     except urllib.error.HTTPError as exc:
         raise ServerRefused(f"{completion_url(url)}: HTTP {exc.code}: {_server_message(exc)}") from None
     except (urllib.error.URLError, OSError) as exc:

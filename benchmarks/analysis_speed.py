@@ -81,7 +81,7 @@ def main() -> None:
             best_total, best_times = total, times
 
     median_ms = statistics.median(best_times) * 1000
-    slowest = sorted(zip(best_times, (p.stem for p in paths)), reverse=True)[:5]
+    slowest = sorted(zip(best_times, (p.stem for p in paths), strict=True), reverse=True)[:5]
     print(f"engine: {args.engine}; templates: {len(paths)}; best of {args.rounds} rounds")
     print(f"{'':28} {'template-analyzer':>18} {'llama.cpp':>10} {'ratio':>7}")
     print(

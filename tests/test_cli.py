@@ -49,7 +49,7 @@ def test_analyze_with_jinja2_engine(corpus_dir):
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, fragment):
-    code, out, err = run(args)
+    code, _out, err = run(args)
     assert code == 2
     assert fragment in err
     assert len(err.strip().splitlines()) == 1 or "Usage:" in err

@@ -20,6 +20,7 @@ import ast
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from analyzer import __version__
 from analyzer.description import FormatDescription
@@ -68,7 +69,8 @@ if __name__ == "__main__":
 
 def runtime_source() -> str:
     """The runtime's modules one after another, as written, less their relative and future imports."""
-    pieces, defined = [], {}
+    pieces: list[str] = []
+    defined: dict[str, str] = {}
     for module in RUNTIME_MODULES:
         path = RUNTIME / f"{module}.py"
         text = path.read_text(encoding="utf-8")
@@ -109,7 +111,10 @@ def _defined_names(node: ast.stmt) -> list[str]:
 
 
 def generate_parser_module(
-    description: FormatDescription | OutputShape, tools: list | None = None, *, thinking: bool | None = None
+    description: FormatDescription | OutputShape,
+    tools: list[dict[str, Any]] | None = None,
+    *,
+    thinking: bool | None = None,
 ) -> str:
     """The module's source. ``tools``: its default tools; ``thinking``: its default ``enable_thinking``."""
     shape = description if isinstance(description, OutputShape) else lower(description)

@@ -197,6 +197,8 @@ def example_value(schema: Any) -> Any:
         return example_arguments(schema)
     if kind == "array":
         return [example_value(schema.get("items"))]
+    if not isinstance(kind, str):  # absent, or not a type name (an untrusted schema may hold anything)
+        return "text"
     return {"string": "text", "integer": 1, "number": 1.5, "boolean": True, "null": None}.get(kind, "text")
 
 
