@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analyzer.choices import DEFAULT_ENGINE
 from analyzer.description import (
     SCHEMA_VERSION,
     CallIds,
@@ -41,7 +42,6 @@ from analyzer.evidence import Evidence
 from analyzer.render import variants as v
 from analyzer.render.conversation import Renderer
 from analyzer.render.engines import (
-    DEFAULT_ENGINE,
     RenderLimits,
     compile_mutable,
     compile_template,

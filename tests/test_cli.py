@@ -266,3 +266,19 @@ def test_package_names_resolve_lazily() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["[] True True", "True", "module 'analyzer' has no attribute 'nope'"]
+
+
+def test_start_up_loads_only_the_command_line() -> None:
+    """`--version` and `--help` import the command line alone, not the library behind it (start-up time);
+    a command loads its own part when it runs."""
+    code = (
+        "import sys\n"
+        "from analyzer.cli import main\n"
+        "try:\n"
+        "    main(['--version'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('analyzer.', 'jinja2', 'minijinja', 'rapidfuzz'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == str(["analyzer.choices", "analyzer.cli", "analyzer.errors"])

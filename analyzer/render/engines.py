@@ -33,6 +33,7 @@ import jinja2.nodes
 import jinja2.sandbox
 import minijinja
 
+from analyzer.choices import DEFAULT_ENGINE
 from analyzer.errors import RenderError, RenderLimitError, TemplateSyntaxError
 from analyzer.template import Template
 
@@ -409,7 +410,6 @@ ENGINES: dict[str, Engine] = {
     "minijinja": _EngineFactory("minijinja", MiniJinjaTemplate),
     "jinja2": _EngineFactory("jinja2", Jinja2Template),
 }
-DEFAULT_ENGINE = "minijinja"
 
 
 def get_engine(name: str) -> Engine:

@@ -15,12 +15,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.choices import PROMPTED_STYLES
 from analyzer.errors import InputError
 from analyzer.lower import calls_shape, output_shape
 from analyzer.runtime.shape import JsonCall, JsonCallObject, Marker, OutputShape, ReasoningShape, Trigger
 from analyzer.tools import Tool, chosen_tools, declared_tools
 
-STYLES = ("json", "fenced")
+STYLES = PROMPTED_STYLES
 TOOL_KEY, ARGUMENTS_KEY, ANSWER_KEY = "tool", "arguments", "answer"
 FENCE_OPEN, FENCE_CLOSE = "```tool_call", "```"
 RESULTS_HEADER = "Tool results:"
