@@ -12,8 +12,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rapidfuzz.distance import Indel
-
 from analyzer.markers import inside_marker_mask
 
 
@@ -187,6 +185,9 @@ def added_text(base: str, longer: str, must_contain: str) -> str | None:
     middle = longer[head : len(longer) - tail]
     if must_contain in middle and len(longer) - len(base) == len(middle):
         return middle
+    # imported here: most renders differ in one run and never need it (start-up time)
+    from rapidfuzz.distance import Indel
+
     for op in Indel.opcodes(base, longer):
         if op.tag != "equal" and must_contain in longer[op.dest_start : op.dest_end]:
             start, end = op.dest_start, op.dest_end
