@@ -14,6 +14,7 @@ HTTP and OpenAI's object shapes.
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -25,7 +26,8 @@ from typing import Any
 
 from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
-from analyzer.backends.prompted import STYLES, prompted
+from analyzer.backends.prompted import prompted
+from analyzer.choices import DEFAULT_N_PREDICT, TOOL_FORMATS
 from analyzer.description import FormatDescription
 from analyzer.errors import InputError, ServerRefused, ServerUnreachable
 from analyzer.lower import lower
@@ -33,9 +35,6 @@ from analyzer.render.conversation import Renderer, check_conversation
 from analyzer.render.engines import DEFAULT_BOS
 from analyzer.runtime.message import Delta, Message
 from analyzer.template import Template
-
-DEFAULT_N_PREDICT = 512
-TOOL_FORMATS = ("auto", "native", *STYLES)
 
 
 @dataclass(frozen=True)
@@ -142,12 +141,13 @@ def completion_url(url: str) -> str:
     return url if url.endswith("/completion") else url + "/completion"
 
 
-def _post(url: str, body: dict[str, Any], timeout: float):
+def _post(url: str, body: dict[str, Any], timeout: float) -> http.client.HTTPResponse:
     request = urllib.request.Request(
         completion_url(url), data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
     )
     try:
-        return urllib.request.urlopen(request, timeout=timeout)
+        response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=timeout)  # an http(s) URL
+        return response
     except urllib.error.HTTPError as exc:
         raise ServerRefused(f"{completion_url(url)}: HTTP {exc.code}: {_server_message(exc)}") from None
     except (urllib.error.URLError, OSError) as exc:

@@ -38,6 +38,7 @@ import jinja2.nodes
 import jinja2.sandbox
 import minijinja
 
+from analyzer.choices import DEFAULT_ENGINE
 from analyzer.errors import AnalysisLimitError, RenderError, RenderLimitError, SourceError, TemplateSyntaxError
 from analyzer.limits import MAX_TEMPLATE_CHARS, memory_limit_text
 from analyzer.template import Template
@@ -158,10 +159,12 @@ def _base_context(
         context.update(extra)
     # A fresh copy per render: the template may mutate what it is given. A marshal round trip is the
     # fastest exact deep copy of plain data (keys keep their types); anything else is copied in Python.
+    copied: dict[str, Any]
     try:
-        return marshal.loads(marshal.dumps(context))
+        copied = marshal.loads(marshal.dumps(context))
     except ValueError:
-        return _copy_plain(context)
+        copied = _copy_plain(context)
+    return copied
 
 
 def _copy_plain(value: Any) -> Any:
@@ -181,7 +184,7 @@ def _copy_plain(value: Any) -> Any:
 class _GenerationTag(jinja2.ext.Extension):
     """``{% generation %}...{% endgeneration %}`` marks assistant text for training masks; it renders its body."""
 
-    tags = {"generation"}  # noqa: RUF012 - jinja2 declares it as an instance attribute of Extension
+    tags = {"generation"}  # noqa: RUF012 - jinja2.ext.Extension declares tags a plain set[str], not a ClassVar
 
     def parse(self, parser: Any) -> jinja2.nodes.Node:
         lineno = next(parser.stream).lineno
@@ -235,7 +238,7 @@ def _result_size(operator: str, left: Any, right: Any) -> int:
     return 0
 
 
-class _DeadlineChecks:
+class _DeadlineChecks(jinja2.sandbox.SandboxedEnvironment):
     """Checks the deadline on every call, attribute and item access and every operator that can
     build a large value, and sizes those values before they are built."""
 
@@ -251,7 +254,7 @@ class _DeadlineChecks:
         size = _result_size(operator, left, right)
         if size > self.max_chars:
             raise _TooBig(size)
-        return super().call_binop(context, operator, left, right)  # type: ignore[misc]
+        return super().call_binop(context, operator, left, right)
 
     def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         self.deadline.check()
@@ -457,8 +460,8 @@ class MiniJinjaTemplate:
         env.add_filter("tojson", _tojson)
         env.add_filter("indent", _indent)
         env.add_test("iterable", _is_iterable)
-        env.add_function("raise_exception", _raise_exception)
-        env.add_function("strftime_now", _strftime_now)
+        env.add_function("raise_exception", _raise_exception)  # type: ignore[attr-defined]  # in minijinja, not its stubs
+        env.add_function("strftime_now", _strftime_now)  # type: ignore[attr-defined]  # in minijinja, not its stubs
         try:
             env.add_template("chat", rewrite_generation_tags(template.source))
         except minijinja.TemplateError as exc:
@@ -527,7 +530,6 @@ ENGINES: dict[str, Engine] = {
     "minijinja": _EngineFactory("minijinja", MiniJinjaTemplate),
     "jinja2": _EngineFactory("jinja2", Jinja2Template),
 }
-DEFAULT_ENGINE = "minijinja"
 
 
 def get_engine(name: str) -> Engine:
