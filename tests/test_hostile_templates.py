@@ -43,8 +43,8 @@ def _sets(size: int) -> str:
 
 NESTED_LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
 LIMIT = (
-    r"(time budget|instruction budget|memory limit|more memory than allowed|past the \d+ limit|recursed too deeply"
-    r"|repeated sequence is too large|unable to calculate)"
+    r"(time budget|time limit|instruction budget|memory limit|more memory than allowed|past the \d+ limit"
+    r"|recursed too deeply|repeated sequence is too large|unable to calculate)"
 )
 # minijinja concatenates lists lazily: doubling one costs nothing, and the template renders.
 RENDERS_IN = {"range-list-doubling": {"minijinja"}}
@@ -217,3 +217,25 @@ def test_limits_not_started_bound_each_render_alone() -> None:
     started = RenderLimits(budget_seconds=3).started()
     assert started.deadline is not None
     assert started.started() is started
+
+
+RENDERED = ["string-times-a-billion", "namespace-string-doubling-tilde", "endless-loop", "huge-format-width"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("name", "source", "expected"), [c for c in CASES if c[0] in RENDERED], ids=[c for c in RENDERED]
+)
+def test_hostile_template_in_render_stops_with_one_clear_line(
+    tmp_path: Path, engine: str, name: str, source: str, expected: str
+) -> None:
+    """``render`` has no analysis budget (one render, under its own limits) and the same memory cap."""
+    path = tmp_path / "hostile.jinja"
+    path.write_text(source, encoding="utf-8")
+    messages = tmp_path / "messages.json"
+    messages.write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
+    result = run_limited(["render", "--engine", engine, str(path), "--messages", str(messages)], tmp_path)
+    lines = result.stderr.splitlines()
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr[-2000:]
+    assert re.search(expected, lines[0]), lines[0]
