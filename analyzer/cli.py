@@ -412,7 +412,8 @@ def export(
         finish = None
         for chunk in stream_chunks(url, completion):
             click.echo(json.dumps(chunk, ensure_ascii=False))
-            finish = chunk["choices"][0]["finish_reason"] or finish
+            for choice in chunk["choices"]:
+                finish = choice["finish_reason"] or finish
     else:
         reply = send(url, completion)
         click.echo(json.dumps(reply, ensure_ascii=False, indent=2))
