@@ -34,7 +34,7 @@ from analyzer.errors import InputError, ServerRefused, ServerReplyError, ServerT
 from analyzer.lower import lower
 from analyzer.render.conversation import Renderer, check_conversation
 from analyzer.render.engines import DEFAULT_BOS
-from analyzer.runtime.message import Message
+from analyzer.runtime.message import Delta, Message
 from analyzer.template import Template
 
 DEFAULT_N_PREDICT = 512
@@ -250,10 +250,15 @@ def chat_completion(completion: Completion, reply: dict[str, Any], *, model: str
 
 class ChunkStream:
     """llama-server's streamed /completion reply, read line by line, made into OpenAI
-    ``chat.completion.chunk`` objects: ``opening`` (the role), then what each ``line`` gives (content,
-    reasoning and call deltas as the parser finds them), then ``closing`` (the last deltas, the finish
-    reason, and the usage if asked for). ``ended`` turns true at the server's last event; a stream
-    that stops before it is cut, and ``closing`` says so."""
+    ``chat.completion.chunk`` objects: what each ``line`` gives (content, reasoning and call deltas as
+    the parser finds them), then ``closing`` (the last deltas, the finish reason, and the usage if
+    asked for). ``ended`` turns true at the server's last event; a stream that stops before it is
+    cut, and ``closing`` says so.
+
+    As OpenAI's streams do, the first chunk names the role, with ``content`` null when the reply
+    starts with something else (a call): folded together as a client does, the chunks give the
+    message ``chat_completion`` gives. A parse error is a delta's ``errors`` list, so that folding
+    gives the message's list."""
 
     def __init__(self, where: str, completion: Completion, *, model: str = "", include_usage: bool = False) -> None:
         self.where = where
@@ -264,9 +269,7 @@ class ChunkStream:
         self.session = completion.parser.stream()
         self.last: dict[str, Any] = {}
         self.ended = False
-
-    def opening(self) -> dict[str, Any]:
-        return self._chunk({"role": "assistant", "content": ""})
+        self._opened = False
 
     def line(self, text: str) -> list[dict[str, Any]]:
         """The chunks one line of the server's event stream gives (none for a blank or comment line)."""
@@ -283,19 +286,29 @@ class ChunkStream:
             raise ServerReplyError(f"{self.where}: a streamed event is not JSON: {glimpse(payload)}") from None
         self.last = event
         self.ended = event.get("stop") is True
-        return [self._chunk(delta.to_dict()) for delta in self.session.feed(event.get("content") or "")]
+        return [self._delta(delta) for delta in self.session.feed(event.get("content") or "")]
 
     def closing(self) -> list[dict[str, Any]]:
         if not self.ended:
             raise ServerReplyError(f"{self.where}: the stream ended before the server's last event: the reply is cut")
-        chunks = [self._chunk(delta.to_dict()) for delta in self.session.finish()]
-        chunks.append(self._chunk({}, finish_reason=_finish_reason(self.last, self.session.message)))
+        chunks = [self._delta(delta) for delta in self.session.finish()]
+        final = {} if self._opened else {"role": "assistant", "content": ""}
+        chunks.append(self._chunk(final, finish_reason=_finish_reason(self.last, self.session.message)))
         if self.include_usage:
             usage = self._chunk({})
             usage["choices"] = []
             usage["usage"] = _usage(self.last)
             chunks.append(usage)
         return chunks
+
+    def _delta(self, delta: Delta) -> dict[str, Any]:
+        fields = delta.to_dict()
+        if "error" in fields:
+            fields["errors"] = [fields.pop("error")]
+        if not self._opened:
+            self._opened = True
+            fields = {"role": "assistant", "content": None, **fields}
+        return self._chunk(fields)
 
     def _chunk(self, delta: dict[str, Any], *, finish_reason: str | None = None) -> dict[str, Any]:
         chunk: dict[str, Any] = {
@@ -363,16 +376,15 @@ def stream_chunks(
     url: str, completion: Completion, *, timeout: float = 600.0, include_usage: bool = True
 ) -> Iterator[dict[str, Any]]:
     """Post the request with streaming on and yield OpenAI ``chat.completion.chunk`` objects as the
-    server's tokens arrive: the role, the deltas, the finish reason, then (``include_usage``) the usage."""
+    server's tokens arrive: the deltas (the first naming the role), the finish reason, then
+    (``include_usage``) the usage."""
     target = completion_url(url)
     chunks = ChunkStream(target, completion, include_usage=include_usage)
-    with _post(url, {**completion.body, "stream": True}, timeout) as response:
-        yield chunks.opening()
-        with _reading(target, timeout):
-            for raw in response:
-                yield from chunks.line(raw.decode("utf-8", "replace"))
-                if chunks.ended:
-                    break
+    with _post(url, {**completion.body, "stream": True}, timeout) as response, _reading(target, timeout):
+        for raw in response:
+            yield from chunks.line(raw.decode("utf-8", "replace"))
+            if chunks.ended:
+                break
     yield from chunks.closing()
 
 

@@ -258,7 +258,6 @@ class _Service:
         """The chunks as server-sent events, then ``[DONE]``; a failure on the way is an error event.
         Cancelled (the client went away), the upstream connection is closed all the same."""
         try:
-            yield _event(chunks.opening())
             with _reading(self.completion_url, self.config.timeout):
                 async for line in response.aiter_lines():
                     for chunk in chunks.line(line):
