@@ -10,6 +10,8 @@ events, written one at a time; ``disconnected`` is set when the client has gone 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -39,7 +41,28 @@ class _StandIn(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append((self.path, body))  # type: ignore[attr-defined]
         status, content, stop_type = self.server.script  # type: ignore[attr-defined]
-        time.sleep(self.server.delay)  # type: ignore[attr-defined]
+        with self.server.lock:  # type: ignore[attr-defined]
+            self.server.in_flight += 1  # type: ignore[attr-defined]
+            self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)  # type: ignore[attr-defined]
+        try:
+            if self._client_left(self.server.delay):  # type: ignore[attr-defined]
+                self.server.disconnected.set()  # type: ignore[attr-defined]
+                return
+            self._answer(body, status, content, stop_type)
+        finally:
+            with self.server.lock:  # type: ignore[attr-defined]
+                self.server.in_flight -= 1  # type: ignore[attr-defined]
+
+    def _client_left(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less if the client closes its connection (it then reads as empty)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                return True
+        return False
+
+    def _answer(self, body: dict[str, Any], status: int, content: str, stop_type: str) -> None:
         if self.server.raw is not None:  # type: ignore[attr-defined]
             self.wfile.write(self.server.raw)  # type: ignore[attr-defined]
             self.close_connection = True
@@ -102,6 +125,9 @@ def serving() -> Iterator[ThreadingHTTPServer]:
     server.delay = 0.0  # type: ignore[attr-defined]
     server.pace = 0.0  # type: ignore[attr-defined]
     server.disconnected = threading.Event()  # type: ignore[attr-defined]
+    server.lock = threading.Lock()  # type: ignore[attr-defined]
+    server.in_flight = 0  # type: ignore[attr-defined]
+    server.most_in_flight = 0  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
