@@ -105,12 +105,18 @@ def _tool_choice(choice: object, tools: list[dict[str, Any]]) -> str:
         name = choice
     else:
         function = choice.get("function") if isinstance(choice, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str) or not name or choice.get("type", "function") != "function":  # type: ignore[union-attr]
+        named = function.get("name") if isinstance(function, dict) else None
+        if (
+            not isinstance(choice, dict)
+            or not isinstance(named, str)
+            or not named
+            or choice.get("type", "function") != "function"
+        ):
             raise RequestError(
                 'tool_choice must be "auto", "required", "none" or {"type": "function", "function": {"name": ...}}',
                 param="tool_choice",
             )
+        name = named
         declared = [tool["function"]["name"] for tool in tools]
         if name not in declared:
             listed = ", ".join(declared) or "no tools"

@@ -30,7 +30,8 @@ from analyzer.template import Template
 
 QWEN = "Qwen-Qwen2.5-7B-Instruct"
 MISTRAL = "mistralai-Mistral-Nemo-Instruct-2407"
-WEATHER = {
+# Any: the openai client types its parameters as TypedDicts these plain literals stand for
+WEATHER: Any = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -38,7 +39,7 @@ WEATHER = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     },
 }
-ASKED = [{"role": "user", "content": "What is the weather in Paris?"}]
+ASKED: Any = [{"role": "user", "content": "What is the weather in Paris?"}]
 CALL_TEXT = 'Let me check.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>'
 
 
@@ -93,8 +94,8 @@ def test_the_upstream_gets_our_prompt_grammar_and_the_sampling_fields(
     stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
     _client(serve_url).chat.completions.create(
         model="any",
-        messages=ASKED,  # type: ignore[arg-type]
-        tools=[WEATHER],  # type: ignore[list-item]
+        messages=ASKED,
+        tools=[WEATHER],
         tool_choice={"type": "function", "function": {"name": "get_weather"}},
         parallel_tool_calls=False,
         max_completion_tokens=77,
@@ -119,7 +120,7 @@ def test_the_upstream_gets_our_prompt_grammar_and_the_sampling_fields(
 
 
 def test_without_max_tokens_the_upstream_sets_the_limit(stand_in: ThreadingHTTPServer, serve_url: str) -> None:
-    _client(serve_url).chat.completions.create(model="any", messages=ASKED)  # type: ignore[arg-type]
+    _client(serve_url).chat.completions.create(model="any", messages=ASKED)
     sent = stand_in.requests[-1][1]  # type: ignore[attr-defined]
     assert sent["n_predict"] == -1 and "grammar" not in sent and "temperature" not in sent
 
@@ -129,7 +130,7 @@ def test_without_max_tokens_the_upstream_sets_the_limit(stand_in: ThreadingHTTPS
 
 def test_a_call_comes_back_as_a_chat_completion(stand_in: ThreadingHTTPServer, serve_url: str) -> None:
     stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
-    reply = _client(serve_url).chat.completions.create(model="mine", messages=ASKED, tools=[WEATHER])  # type: ignore[arg-type, list-item]
+    reply = _client(serve_url).chat.completions.create(model="mine", messages=ASKED, tools=[WEATHER])
     choice = reply.choices[0]
     assert reply.object == "chat.completion" and reply.model == "mine" and choice.finish_reason == "tool_calls"
     assert choice.message.content == "Let me check."
@@ -148,9 +149,9 @@ def test_streamed_chunks_fold_into_the_batch_message(
 ) -> None:
     stand_in.script = (200, text, stop_type)  # type: ignore[attr-defined]
     client = _client(serve_url)
-    batch = client.chat.completions.create(model="m", messages=ASKED, tools=[WEATHER])  # type: ignore[arg-type, list-item]
+    batch = client.chat.completions.create(model="m", messages=ASKED, tools=[WEATHER])
     state: ChatCompletionStreamState[None] = ChatCompletionStreamState()
-    chunks = list(client.chat.completions.create(model="m", messages=ASKED, tools=[WEATHER], stream=True))  # type: ignore[arg-type, list-item]
+    chunks = list(client.chat.completions.create(model="m", messages=ASKED, tools=[WEATHER], stream=True))
     for chunk in chunks:
         state.handle_chunk(chunk)
     folded = state.current_completion_snapshot.choices[0]  # the client's fold (its final check refuses length)
@@ -213,7 +214,7 @@ def _error(response: httpx.Response) -> dict[str, Any]:
     return error
 
 
-BAD_REQUESTS = {
+BAD_REQUESTS: dict[str, tuple[dict[str, Any], str, str]] = {
     "no messages": ({"model": "m"}, "messages", "messages must be a non-empty list"),
     "unknown tool in tool_choice": (
         {"messages": ASKED, "tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "fly"}}},
@@ -272,7 +273,7 @@ def test_messages_the_template_refuses_get_its_own_message(
         running(ServeConfig(template, description, url(stand_in))) as base,
         pytest.raises(openai.BadRequestError) as refused,
     ):
-        _client(base).chat.completions.create(model="m", messages=[*ASKED, *ASKED])  # type: ignore[arg-type]
+        _client(base).chat.completions.create(model="m", messages=[*ASKED, *ASKED])
     assert refused.value.status_code == 400
     assert "conversation roles must alternate user/assistant/user/assistant" in str(refused.value.message)
     assert stand_in.requests == []  # type: ignore[attr-defined]
@@ -310,7 +311,7 @@ def test_an_upstream_http_error_is_a_502_with_its_message(
 def test_an_upstream_4xx_is_the_client_s_and_passed_on(stand_in: ThreadingHTTPServer, serve_url: str) -> None:
     stand_in.script = (400, "", "eos")  # type: ignore[attr-defined]
     with pytest.raises(openai.BadRequestError, match="HTTP 400: the grammar is not valid"):
-        _client(serve_url).chat.completions.create(model="m", messages=ASKED)  # type: ignore[arg-type]
+        _client(serve_url).chat.completions.create(model="m", messages=ASKED)
 
 
 def test_an_upstream_reply_that_is_not_llama_server_s_is_a_502(stand_in: ThreadingHTTPServer, serve_url: str) -> None:
@@ -340,14 +341,14 @@ def test_a_stream_cut_mid_way_ends_with_an_error_event(stand_in: ThreadingHTTPSe
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks)
     assert last["error"]["code"] == "bad_upstream_reply" and last["error"]["message"].endswith("the reply is cut")
     with pytest.raises(openai.APIError, match="the reply is cut"):
-        list(_client(serve_url).chat.completions.create(model="m", messages=ASKED, stream=True))  # type: ignore[arg-type]
+        list(_client(serve_url).chat.completions.create(model="m", messages=ASKED, stream=True))
 
 
 def test_an_upstream_error_event_reaches_the_client(stand_in: ThreadingHTTPServer, serve_url: str) -> None:
     events = b'data: {"content": "Sun", "stop": false}\n\ndata: {"error": {"code": 500, "message": "slot gone"}}\n\n'
     stand_in.raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + events  # type: ignore[attr-defined]
     with pytest.raises(openai.APIError, match="/completion: slot gone"):
-        list(_client(serve_url).chat.completions.create(model="m", messages=ASKED, stream=True))  # type: ignore[arg-type]
+        list(_client(serve_url).chat.completions.create(model="m", messages=ASKED, stream=True))
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -392,7 +393,7 @@ def test_requests_are_served_concurrently(stand_in: ThreadingHTTPServer, serve_u
     replies: list[str | None] = []
 
     def ask() -> None:
-        reply = _client(serve_url).chat.completions.create(model="m", messages=ASKED)  # type: ignore[arg-type]
+        reply = _client(serve_url).chat.completions.create(model="m", messages=ASKED)
         replies.append(reply.choices[0].message.content)
 
     threads = [threading.Thread(target=ask) for _ in range(4)]
@@ -451,7 +452,7 @@ def test_serve_command_serves(corpus_dir: Path, stand_in: ThreadingHTTPServer, t
     )
     try:
         base = _announced(log, process)
-        reply = _client(base).chat.completions.create(model="m", messages=ASKED, tools=[WEATHER])  # type: ignore[arg-type, list-item]
+        reply = _client(base).chat.completions.create(model="m", messages=ASKED, tools=[WEATHER])
         assert reply.choices[0].message.tool_calls and reply.choices[0].finish_reason == "tool_calls"
     finally:
         process.terminate()
@@ -467,7 +468,7 @@ def _announced(log: Any, process: Any) -> str:
         text = log.read()
         for line in text.splitlines():
             if line.startswith("serving ") and " at http://" in line:
-                base = line.split(" at ")[1].split()[0].removesuffix("/v1")
+                base = str(line.split(" at ")[1].split()[0]).removesuffix("/v1")
                 try:
                     if httpx.get(base + "/health", timeout=5).status_code == 200:
                         return base
