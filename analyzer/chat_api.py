@@ -30,6 +30,10 @@ _NUMBERS = {
 }
 
 
+# What the request itself renders: a template variable may not stand in for it.
+_RESERVED = frozenset({"messages", "tools", "add_generation_prompt"})
+
+
 @dataclass(frozen=True)
 class ChatCall:
     """One chat request as ``serve`` runs it: what to ask the model, and how to answer the client."""
@@ -202,6 +206,12 @@ def _template_kwargs(kwargs: object) -> tuple[bool | None, dict[str, Any]]:
     if not isinstance(kwargs, dict):
         raise RequestError("chat_template_kwargs must be an object", param="chat_template_kwargs")
     rest = dict(kwargs)
+    taken = sorted(_RESERVED & set(rest))
+    if taken:
+        raise RequestError(
+            f"chat_template_kwargs cannot set {', '.join(taken)}: the request's own fields do",
+            param="chat_template_kwargs",
+        )
     thinking = rest.pop("enable_thinking", None)
     if thinking is not None and not isinstance(thinking, bool):
         raise RequestError("chat_template_kwargs.enable_thinking must be true or false", param="chat_template_kwargs")

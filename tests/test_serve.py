@@ -241,6 +241,11 @@ BAD_REQUESTS: dict[str, tuple[dict[str, Any], str, str]] = {
     ),
     "max_tokens of zero": ({"messages": ASKED, "max_tokens": 0}, "max_tokens", "max_tokens must be a whole number"),
     "a temperature out of range": ({"messages": ASKED, "temperature": 9}, "temperature", "temperature must be"),
+    "template variables standing in for the request": (
+        {"messages": ASKED, "chat_template_kwargs": {"messages": [], "enable_thinking": True}},
+        "chat_template_kwargs",
+        "chat_template_kwargs cannot set messages",
+    ),
     "several choices": ({"messages": ASKED, "n": 2}, "n", "only one choice per request"),
     "a json_schema response_format": (
         {"messages": ASKED, "response_format": {"type": "json_object"}},
@@ -478,3 +483,16 @@ def _announced(log: Any, process: Any) -> str:
             raise AssertionError(f"serve exited: {text}")
         time.sleep(0.1)
     raise AssertionError("serve did not start")
+
+
+def test_chat_template_kwargs_reach_the_template(tmp_template: Any, stand_in: ThreadingHTTPServer) -> None:
+    template = load_template(
+        str(tmp_template("{% for m in messages %}[{{ m.content }}]{% endfor %}{{ greeting }}/{{ enable_thinking }}"))
+    )
+    with running(ServeConfig(template, analyze(template), url(stand_in))) as base:
+        _client(base).chat.completions.create(
+            model="m",
+            messages=ASKED,
+            extra_body={"chat_template_kwargs": {"greeting": "hello", "enable_thinking": False}},
+        )
+    assert stand_in.requests[-1][1]["prompt"] == f"[{ASKED[0]['content']}]hello/False"  # type: ignore[attr-defined]
