@@ -496,3 +496,18 @@ def test_chat_template_kwargs_reach_the_template(tmp_template: Any, stand_in: Th
             extra_body={"chat_template_kwargs": {"greeting": "hello", "enable_thinking": False}},
         )
     assert stand_in.requests[-1][1]["prompt"] == f"[{ASKED[0]['content']}]hello/False"  # type: ignore[attr-defined]
+
+
+def test_an_unexpected_failure_is_a_500_error_object_not_a_traceback(
+    stand_in: ThreadingHTTPServer, serve_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.serve
+
+    def broken(*_: Any, **__: Any) -> dict[str, Any]:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(analyzer.serve, "chat_completion", broken)
+    response = _post(serve_url, {"messages": ASKED})
+    error = _error(response)
+    assert response.status_code == 500 and error["message"] == "internal error: RuntimeError: a bug"
+    assert "Traceback" not in response.text
