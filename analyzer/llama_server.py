@@ -257,8 +257,8 @@ class ChunkStream:
 
     As OpenAI's streams do, the first chunk names the role, with ``content`` null when the reply
     starts with something else (a call): folded together as a client does, the chunks give the
-    message ``chat_completion`` gives. A parse error is a delta's ``errors`` list, so that folding
-    gives the message's list."""
+    message ``chat_completion`` gives. Parse errors, not part of OpenAI's shape, come as one
+    ``errors`` list on the last chunk: clients fold a list given once, not a list that grows."""
 
     def __init__(self, where: str, completion: Completion, *, model: str = "", include_usage: bool = False) -> None:
         self.where = where
@@ -270,6 +270,7 @@ class ChunkStream:
         self.last: dict[str, Any] = {}
         self.ended = False
         self._opened = False
+        self._errors: list[dict[str, Any]] = []
 
     def line(self, text: str) -> list[dict[str, Any]]:
         """The chunks one line of the server's event stream gives (none for a blank or comment line)."""
@@ -286,13 +287,15 @@ class ChunkStream:
             raise ServerReplyError(f"{self.where}: a streamed event is not JSON: {glimpse(payload)}") from None
         self.last = event
         self.ended = event.get("stop") is True
-        return [self._delta(delta) for delta in self.session.feed(event.get("content") or "")]
+        return self._deltas(self.session.feed(event.get("content") or ""))
 
     def closing(self) -> list[dict[str, Any]]:
         if not self.ended:
             raise ServerReplyError(f"{self.where}: the stream ended before the server's last event: the reply is cut")
-        chunks = [self._delta(delta) for delta in self.session.finish()]
-        final = {} if self._opened else {"role": "assistant", "content": ""}
+        chunks = self._deltas(self.session.finish())
+        final: dict[str, Any] = {} if self._opened else {"role": "assistant", "content": ""}
+        if self._errors:
+            final["errors"] = self._errors
         chunks.append(self._chunk(final, finish_reason=_finish_reason(self.last, self.session.message)))
         if self.include_usage:
             usage = self._chunk({})
@@ -301,14 +304,19 @@ class ChunkStream:
             chunks.append(usage)
         return chunks
 
-    def _delta(self, delta: Delta) -> dict[str, Any]:
-        fields = delta.to_dict()
-        if "error" in fields:
-            fields["errors"] = [fields.pop("error")]
-        if not self._opened:
-            self._opened = True
-            fields = {"role": "assistant", "content": None, **fields}
-        return self._chunk(fields)
+    def _deltas(self, deltas: list[Delta]) -> list[dict[str, Any]]:
+        chunks = []
+        for delta in deltas:
+            fields = delta.to_dict()
+            if "error" in fields:
+                self._errors.append(fields.pop("error"))
+                if not fields:
+                    continue
+            if not self._opened:
+                self._opened = True
+                fields = {"role": "assistant", "content": None, **fields}
+            chunks.append(self._chunk(fields))
+        return chunks
 
     def _chunk(self, delta: dict[str, Any], *, finish_reason: str | None = None) -> dict[str, Any]:
         chunk: dict[str, Any] = {

@@ -140,9 +140,21 @@ def test_a_call_comes_back_as_a_chat_completion(stand_in: ThreadingHTTPServer, s
     assert reply.usage is not None and (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (17, 9)
 
 
+# Calls the parser reports: a tool nobody declared, and arguments the schema refuses (twice).
+FAULTY_CALLS = (
+    '<tool_call>\n{"name": "fly", "arguments": {}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "get_weather", "arguments": {"town": 1}}\n</tool_call>'
+)
+
+
 @pytest.mark.parametrize(
     ("text", "stop_type", "finish"),
-    [(CALL_TEXT, "word", "tool_calls"), ("Sunny, 21 degrees.", "eos", "stop"), ("Sunny, 2", "limit", "length")],
+    [
+        (CALL_TEXT, "word", "tool_calls"),
+        ("Sunny, 21 degrees.", "eos", "stop"),
+        ("Sunny, 2", "limit", "length"),
+        (FAULTY_CALLS, "eos", "tool_calls"),
+    ],
 )
 def test_streamed_chunks_fold_into_the_batch_message(
     stand_in: ThreadingHTTPServer, serve_url: str, text: str, stop_type: str, finish: str
@@ -161,6 +173,8 @@ def test_streamed_chunks_fold_into_the_batch_message(
         (c.id, c.function.name, c.function.arguments)  # type: ignore[union-attr]
         for c in batch.choices[0].message.tool_calls or []
     ]
+    errors = batch.choices[0].message.errors  # type: ignore[attr-defined]  # ours, beside OpenAI's fields
+    assert getattr(folded.message, "errors", []) == errors and (len(errors) >= 2) == (text == FAULTY_CALLS)
     assert all(chunk.usage is None for chunk in chunks)  # no include_usage: no usage
 
 
