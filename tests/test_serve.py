@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -18,7 +17,7 @@ import httpx
 import openai
 import pytest
 from helpers.cli import run
-from helpers.serving import running
+from helpers.serving import announced_url, running, serve_command
 from helpers.stand_in import serving, url
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
@@ -450,53 +449,17 @@ def test_serve_command_without_its_packages_says_what_to_install(
 
 
 def test_serve_command_serves(corpus_dir: Path, stand_in: ThreadingHTTPServer, tmp_path: Path) -> None:
-    import subprocess
-
     stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
     log = (tmp_path / "serve.log").open("w+")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "analyzer",
-            "serve",
-            str(corpus_dir / f"{QWEN}.jinja"),
-            "--upstream",
-            url(stand_in),
-            "--port",
-            "0",
-        ],
-        stderr=log,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
+    process = serve_command([str(corpus_dir / f"{QWEN}.jinja"), "--upstream", url(stand_in)], log)
     try:
-        base = _announced(log, process)
+        base = announced_url(log, process)
         reply = _client(base).chat.completions.create(model="m", messages=ASKED, tools=[WEATHER])
         assert reply.choices[0].message.tool_calls and reply.choices[0].finish_reason == "tool_calls"
     finally:
         process.terminate()
         process.wait(30)
         log.close()
-
-
-def _announced(log: Any, process: Any) -> str:
-    """The URL the command says it serves at (its first line on stderr), once it does."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        log.seek(0)
-        text = log.read()
-        for line in text.splitlines():
-            if line.startswith("serving ") and " at http://" in line:
-                base = str(line.split(" at ")[1].split()[0]).removesuffix("/v1")
-                try:
-                    if httpx.get(base + "/health", timeout=5).status_code == 200:
-                        return base
-                except httpx.HTTPError:
-                    pass
-        if process.poll() is not None:
-            raise AssertionError(f"serve exited: {text}")
-        time.sleep(0.1)
-    raise AssertionError("serve did not start")
 
 
 def test_chat_template_kwargs_reach_the_template(tmp_template: Any, stand_in: ThreadingHTTPServer) -> None:

@@ -37,7 +37,7 @@ from tests.e2e.test_llama_server_compare import (
     our_trigger_token,
     report_table,
 )
-from tests.helpers.serving import running
+from tests.helpers.serving import announced_url, running, serve_command
 
 NAMED_CHOICE = {"type": "function", "function": {"name": NAMED_TOOL}}
 
@@ -163,3 +163,19 @@ def test_streamed_chunks_fold_into_the_message(family: Family, served: openai.Op
 
 def _calls(message: Any) -> list[tuple[str, str, str]]:
     return [(call.id, call.function.name, call.function.arguments) for call in message.tool_calls or []]
+
+
+def test_the_command_serves_the_gguf_the_server_loaded(family: Family, tmp_path: Path) -> None:
+    """As the README says to run it: the template read from the model file llama-server loaded."""
+    model = family.server.log_path.parent / "model.gguf"  # where conftest.py builds the family's model
+    with (tmp_path / "serve.log").open("w+") as log:
+        process = serve_command([str(model), "--upstream", family.server.url], log)
+        try:
+            client = openai.OpenAI(base_url=announced_url(log, process) + "/v1", api_key="unused", max_retries=0)
+            choice = _ask(client, "required").choices[0]
+        finally:
+            process.terminate()
+            process.wait(30)
+    (call,) = choice.message.tool_calls or []
+    jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+    assert choice.finish_reason == "tool_calls"
