@@ -305,12 +305,25 @@ def create_app(config: ServeConfig) -> Starlette:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A listening socket, or one line saying why there cannot be one (a port in use, a bad host)."""
+    """A listening socket, or one line saying why there cannot be one (a port in use, a bad host).
+
+    Made with the TCP protocol named: asyncio turns Nagle's algorithm off only on such sockets, and
+    with it on, a keep-alive client waits for the delayed ACK (40 ms) between a reply's head and body."""
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family, backlog=2048)
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+        )[0]
+        sock = socket.socket(family, kind, protocol)
     except OSError as exc:
         raise InputError(f"{host}:{port}: cannot listen: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"{host}:{port}: cannot listen: {exc.strerror or exc}") from None
+    return sock
 
 
 def server(config: ServeConfig, *, log_level: str = "info") -> uvicorn.Server:

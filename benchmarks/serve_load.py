@@ -11,7 +11,11 @@ serve and the stand-in run in processes of their own; this process is the load (
 
 Usage:
     python3 benchmarks/serve_load.py [--clients 32] [--seconds 60] [--stream]
+    python3 benchmarks/serve_load.py --llama-server PATH/TO/llama-server --seconds 20
     python3 benchmarks/serve_load.py --upstream http://127.0.0.1:8080 --template MODEL.gguf --seconds 20
+
+--llama-server starts that binary with the tiny random model the end-to-end tests build for the
+template (tests/e2e/tiny_model.py), one slot, and measures against it.
 """
 
 from __future__ import annotations
@@ -29,10 +33,13 @@ from typing import Any
 
 import httpx
 
-from analyzer import corpus
-from analyzer.analysis import analyze
-from analyzer.llama_server import ChatRequest, prepare
-from analyzer.sources import load_template
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the tiny model and the server process of the end-to-end tests
+
+from analyzer import corpus  # noqa: E402  (after the path: run as a script from anywhere)
+from analyzer.analysis import analyze  # noqa: E402
+from analyzer.llama_server import ChatRequest, prepare  # noqa: E402
+from analyzer.sources import load_template  # noqa: E402
 
 DEFAULT_TEMPLATE = "Qwen-Qwen2.5-7B-Instruct.jinja"
 WEATHER = {
@@ -162,6 +169,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--stream", action="store_true", help="stream the replies (server-sent events)")
     parser.add_argument("--max-tokens", type=int, default=64, help="per request, with a real upstream")
+    parser.add_argument("--llama-server", default=None, help="a llama-server binary to run the tiny model with")
     parser.add_argument("--stand-in", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stand_in is not None:
@@ -170,8 +178,13 @@ def main() -> None:
 
     template_path = args.template or str(corpus.fetch() / DEFAULT_TEMPLATE)
     children: list[subprocess.Popen[bytes]] = []
+    stop_llama_server = None
     try:
         upstream = args.upstream
+        if args.llama_server is not None:
+            llama_server = _tiny_llama_server(Path(args.llama_server), Path(template_path))
+            stop_llama_server = llama_server.stop
+            upstream = llama_server.url
         if upstream is None:
             port = _free_port()
             stand_in = subprocess.Popen([sys.executable, __file__, "--stand-in", str(port)], stdout=subprocess.PIPE)
@@ -210,9 +223,14 @@ def main() -> None:
             "max_tokens": args.max_tokens,
             "stream": args.stream,
         }
+        described = upstream
+        if args.llama_server is not None:
+            described = f"llama-server with the tiny model at {upstream}"
+        elif args.upstream is None:
+            described = "a stand-in answering at once"
         print(
             f"{args.clients} clients for {args.seconds:g} s each way, {'streamed' if args.stream else 'batch'}, "
-            f"upstream {'a stand-in answering at once' if args.upstream is None else upstream}"
+            f"max_tokens {args.max_tokens}, upstream {described}"
         )
         upstream_result = _summary(
             "upstream /completion direct",
@@ -233,6 +251,26 @@ def main() -> None:
         for child in children:
             child.terminate()
             child.wait(30)
+        if stop_llama_server is not None:
+            stop_llama_server()
+
+
+def _tiny_llama_server(binary: Path, template_path: Path) -> Any:
+    """llama-server running the end-to-end tests' tiny model for the template (its markers as special
+    tokens), in a temporary folder."""
+    import tempfile
+
+    from tests.e2e.server import Server, special_pieces, vocab_gguf
+    from tests.e2e.tiny_model import build_model
+
+    template = load_template(str(template_path))
+    body = prepare(template, analyze(template), ChatRequest(MESSAGES, [WEATHER])).body
+    vocab = vocab_gguf(binary)
+    if vocab is None:
+        raise SystemExit(f"no ggml-vocab-qwen2.gguf beside {binary}")
+    folder = Path(tempfile.mkdtemp(prefix="serve-load-"))
+    build_model(vocab, folder / "model.gguf", special_pieces(body["preserved_tokens"]), template.source)
+    return Server(binary, folder / "model.gguf", template_path, folder / "server.log")
 
 
 if __name__ == "__main__":
