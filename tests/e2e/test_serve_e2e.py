@@ -155,10 +155,23 @@ def test_streamed_chunks_fold_into_the_message(family: Family, served: openai.Op
             state.handle_chunk(chunk)
         folded = state.current_completion_snapshot.choices[0]
         assert folded.finish_reason == batch.finish_reason, case
-        assert folded.message.content == batch.message.content, case
+        assert _same_text(folded.message.content, batch.message.content, batch.finish_reason), case
         assert _calls(folded.message) == _calls(batch.message), case
         for _id, name, arguments in _calls(batch.message):
             jsonschema.validate(json.loads(arguments), SCHEMAS[name])
+
+
+def _same_text(streamed: str | None, batch: str | None, finish_reason: str) -> bool:
+    """The same content, but for what llama-server itself sends differently. Cut at the token limit in
+    the middle of a character's UTF-8 bytes, its batch reply ends with those bytes as U+FFFD, where its
+    stream holds back the last token (measured: ' \xe7...', a space and the character's first byte)
+    until the character is complete, so never sends it."""
+    if streamed == batch:
+        return True
+    if finish_reason != "length" or streamed is None or batch is None or not batch.startswith(streamed):
+        return False
+    tail = batch[len(streamed) :]
+    return "\ufffd" in tail and not tail.replace("\ufffd", "").strip()
 
 
 def _calls(message: Any) -> list[tuple[str, str, str]]:
