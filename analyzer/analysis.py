@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analyzer.choices import DEFAULT_ENGINE
 from analyzer.description import (
     SCHEMA_VERSION,
     CallIds,
@@ -20,6 +21,7 @@ from analyzer.description import (
     Capability,
     Field,
     FormatDescription,
+    FormatName,
     JsonArguments,
     KeyValueArguments,
     TemplateRef,
@@ -40,7 +42,6 @@ from analyzer.evidence import Evidence
 from analyzer.render import variants as v
 from analyzer.render.conversation import Renderer
 from analyzer.render.engines import (
-    DEFAULT_ENGINE,
     RenderLimits,
     compile_mutable,
     compile_template,
@@ -110,7 +111,7 @@ def analyze(
     )
 
 
-def classify(calls: Calls | Unknown) -> str:
+def classify(calls: Calls | Unknown) -> FormatName:
     """A short class name: how the name and the arguments are written."""
     if isinstance(calls, Unknown):
         return "none"

@@ -13,42 +13,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from analyzer import corpus as corpus_lib
-from analyzer import response_check
-from analyzer.analysis import analyze as analyze_template
-from analyzer.analysis import inspect as inspect_template
-from analyzer.backends.audit import audit as audit_template
-from analyzer.backends.audit import render_text as render_audit
-from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
-from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
-from analyzer.backends.html_report import render_html
-from analyzer.backends.parser import Parser
-from analyzer.backends.parser.codegen import generate_parser_module
-from analyzer.backends.prompted import STYLES
-from analyzer.backends.prompted import prompted as prompted_setup
-from analyzer.backends.response_template import to_response_template
-from analyzer.description import FormatDescription, dumps, to_dict
+from analyzer import __version__
+from analyzer.choices import DEFAULT_ENGINE, DEFAULT_N_PREDICT, ENGINE_NAMES, PROMPTED_STYLES, TOOL_FORMATS
 from analyzer.errors import AnalyzerError, ConversationError, InputError, MissingDependency, ReplyCut
-from analyzer.llama_server import (
-    DEFAULT_N_PREDICT,
-    TOOL_FORMATS,
-    ChatRequest,
-    prepare,
-    send,
-    server_url,
-    stream_chunks,
-)
-from analyzer.lower import lower
-from analyzer.render.conversation import check_conversation
-from analyzer.render.engines import DEFAULT_ENGINE, ENGINES, compile_template
-from analyzer.runtime import command as parse_command
-from analyzer.sources import load_template
-from analyzer.summary import summarize
-from analyzer.template import Template
+
+if TYPE_CHECKING:
+    from analyzer.description import FormatDescription
+    from analyzer.template import Template
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 
@@ -64,7 +39,7 @@ class JsonList:
     items: list[Any]
 
 
-class JsonListFile(click.ParamType):
+class JsonListFile(click.ParamType):  # type: ignore[type-arg]  # generic only since click 8.4; 8.1 is allowed
     """A file (``-``: stdin) holding a JSON list of objects, or an object holding it under ``key``."""
 
     name = "file"
@@ -94,12 +69,14 @@ class JsonListFile(click.ParamType):
         return JsonList(value, data)
 
 
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]  # what click.option returns
+
 TOOLS = JsonListFile("tools", "tools")
 MESSAGES = JsonListFile("messages", "messages")
 
 engine_option = click.option(
     "--engine",
-    type=click.Choice(sorted(ENGINES)),
+    type=click.Choice(sorted(ENGINE_NAMES)),
     default=DEFAULT_ENGINE,
     show_default=True,
     help="Jinja engine: minijinja (default: agrees with transformers' jinja2 on 65 of 70 corpus templates "
@@ -114,15 +91,15 @@ thinking_option = click.option(
 no_parallel_option = click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
 
 
-def tools_option(help: str, *, required: bool = False) -> Callable:
+def tools_option(help: str, *, required: bool = False) -> Decorator:
     return click.option("--tools", type=TOOLS, default=None, required=required, help=help)
 
 
-def messages_option(help: str, *, required: bool = True) -> Callable:
+def messages_option(help: str, *, required: bool = True) -> Decorator:
     return click.option("--messages", type=MESSAGES, default=None, required=required, help=help)
 
 
-def tool_choice_option(help: str) -> Callable:
+def tool_choice_option(help: str) -> Decorator:
     return click.option("--tool-choice", default="auto", show_default=True, help=help)
 
 
@@ -131,6 +108,9 @@ def _items(found: JsonList | None) -> list[Any]:
 
 
 def _analysed(spec: str, variant: str | None, engine: str) -> tuple[Template, FormatDescription]:
+    from analyzer.analysis import analyze as analyze_template
+    from analyzer.sources import load_template
+
     template = load_template(spec, variant=variant)
     return template, analyze_template(template, engine=engine)
 
@@ -149,7 +129,7 @@ def _write(path: str, text: str, what: str) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="template-analyzer")
+@click.version_option(version=__version__, prog_name="template-analyzer")
 def cli() -> None:
     """Derive tool-call formats, parsers and grammars from LLM chat templates."""
 
@@ -161,6 +141,9 @@ def cli() -> None:
 @variant_option
 def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str | None) -> None:
     """Analyse TEMPLATES (.jinja, tokenizer_config.json, model folder, GGUF, or - for stdin)."""
+    from analyzer.description import to_dict
+    from analyzer.summary import summarize
+
     color = None if not as_json else False
     failed = 0
     for i, spec in enumerate(templates):
@@ -196,6 +179,11 @@ def audit(
     template: str, tools: JsonList | None, as_json: bool, html_file: str | None, engine: str, variant: str | None
 ) -> None:
     """Audit TEMPLATE: where tools go and their cost, refusals, date use, engine agreement, result linking."""
+    from analyzer.analysis import inspect as inspect_template
+    from analyzer.backends.audit import audit as audit_template
+    from analyzer.backends.audit import render_text as render_audit
+    from analyzer.backends.html_report import render_html
+
     loaded, description = _analysed(template, variant, engine)
     evidence = inspect_template(loaded, description, tools=_items(tools) or None, engine=engine)
     report = audit_template(description, evidence)
@@ -213,6 +201,10 @@ def audit(
 @variant_option
 def compare(templates: tuple[str, ...], engine: str, variant: str | None) -> None:
     """A table of TEMPLATES side by side: format, markers, tool cost, results, ids, refusals, engines."""
+    from analyzer.analysis import inspect as inspect_template
+    from analyzer.backends.audit import audit as audit_template
+    from analyzer.backends.compare import compare_row, render_table
+
     rows = []
     with click.progressbar(templates, label="auditing", file=sys.stderr, show_pos=True) as bar:
         for spec in bar:
@@ -228,6 +220,8 @@ def compare(templates: tuple[str, ...], engine: str, variant: str | None) -> Non
 @engine_option
 def diff_command(old: str, new: str, engine: str) -> None:
     """What changed in behaviour between two versions of a template (markers, requirements, capabilities)."""
+    from analyzer.backends.compare import diff_descriptions, render_changes
+
     changes = diff_descriptions(_analysed(old, None, engine)[1], _analysed(new, None, engine)[1])
     click.echo(render_changes(changes))
 
@@ -243,6 +237,10 @@ def render(
     template: str, messages: JsonList, tools: JsonList | None, generation_prompt: bool, engine: str, variant: str | None
 ) -> None:
     """Print the prompt TEMPLATE renders for a conversation."""
+    from analyzer.render.conversation import check_conversation
+    from analyzer.render.engines import compile_template
+    from analyzer.sources import load_template
+
     try:
         conversation = check_conversation(messages.items, empty=True)
     except ConversationError as exc:
@@ -272,12 +270,15 @@ def parse(
     variant: str | None,
 ) -> None:
     """Parse model output (stdin) into an OpenAI-style assistant message."""
+    from analyzer.backends.parser import Parser
+    from analyzer.runtime import command as parse_command
+
     if stream and jsonl:
         raise InputError("--stream and --jsonl cannot be used together")
     if template == "-":
         raise InputError("parse reads the model's output from stdin: give the template as a file, not -")
     parser = Parser(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking)
-    source = click.get_binary_stream("stdin")
+    source = sys.stdin.buffer  # click.get_binary_stream is deprecated since click 8.5
     if stream:
         parse_command.parse_stream(parser, source, lambda line: click.echo(line))
     elif jsonl:
@@ -299,6 +300,8 @@ def parser_module(
     template: str, output: str, tools: JsonList | None, thinking: bool | None, engine: str, variant: str | None
 ) -> None:
     """Write a standalone Python parser module for TEMPLATE (standard library only)."""
+    from analyzer.backends.parser.codegen import generate_parser_module
+
     source = generate_parser_module(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking)
     _write(output, source, "the parser module")
 
@@ -330,6 +333,9 @@ def grammar(
     variant: str | None,
 ) -> None:
     """A grammar that makes a server write only valid calls in TEMPLATE's format."""
+    from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
+    from analyzer.lower import lower
+
     if not tools.items:
         raise InputError(f"{tools.path}: no tools declared")
     shape = lower(_analysed(template, variant, engine)[1])
@@ -396,6 +402,8 @@ def export(
     Exit codes with --send: 3 no server answered (or not in time), 4 the server returned an HTTP error
     or a reply that is not llama-server's (not JSON, cut short), 5 the reply was cut at --n-predict
     (the completion is still printed)."""
+    from analyzer.llama_server import ChatRequest, prepare, send, stream_chunks
+
     if stream and url is None:
         raise InputError("--stream needs --send URL")
     loaded, description = _analysed(template, variant, engine)
@@ -474,6 +482,8 @@ def serve(
         raise MissingDependency(
             f"serve needs {exc.name or 'its web packages'}: pip install 'template-analyzer[serve]'"
         ) from None
+    from analyzer.llama_server import server_url
+
     base = server_url(upstream)
     loaded, description = _analysed(template, variant, engine)
     config = serve_lib.ServeConfig(loaded, description, base, engine=engine, tool_format=tool_format, timeout=timeout)
@@ -486,7 +496,7 @@ def serve(
 @tool_choice_option("auto (a call or an answer), required (a call), none (an answer), or a tool's name.")
 @click.option(
     "--style",
-    type=click.Choice(STYLES),
+    type=click.Choice(PROMPTED_STYLES),
     default="json",
     show_default=True,
     help="json: every reply is one JSON object; fenced: prose, with calls in ```tool_call blocks.",
@@ -509,6 +519,8 @@ def prompted(
 ) -> None:
     """Tool calling through the prompt, for templates with no tool format of their own: the system
     prompt text, the reply format, a grammar and a JSON schema that enforce it, as one JSON object."""
+    from analyzer.backends.prompted import prompted as prompted_setup
+
     if not tools.items:
         raise InputError(f"{tools.path}: no tools declared")
     loaded, description = _analysed(template, variant, engine)
@@ -576,6 +588,10 @@ def response_template(
     variant: str | None,
 ) -> None:
     """A transformers response_template (version 1) for TEMPLATE's output: reasoning, content, tool calls."""
+    from analyzer import response_check
+    from analyzer.backends.response_template import to_response_template
+    from analyzer.lower import lower
+
     if against is not None and not check:
         raise InputError("--against needs --check")
     if check and (output is not None or into is not None or partial):
@@ -614,6 +630,8 @@ def corpus() -> None:
 )
 def corpus_fetch(dest: Path | None) -> None:
     """Download (once), verify and extract the corpus; print the folder holding the templates."""
+    from analyzer import corpus as corpus_lib
+
     folder = corpus_lib.fetch(dest, progress=lambda line: click.echo(line, err=True))
     click.echo(str(folder))
 
@@ -629,6 +647,11 @@ def corpus_fetch(dest: Path | None) -> None:
 @click.option("--golden-dir", type=click.Path(file_okay=False, path_type=Path), default=GOLDEN_DIR, show_default=True)
 def golden(update: bool, corpus_dir: Path | None, golden_dir: Path) -> None:
     """Compare the analysis of every corpus template with golden/ (or rewrite it with --update)."""
+    from analyzer import corpus as corpus_lib
+    from analyzer.analysis import analyze as analyze_template
+    from analyzer.description import dumps
+    from analyzer.sources import load_template
+
     folder = corpus_dir or corpus_lib.fetch(progress=lambda line: click.echo(line, err=True))
     paths = corpus_lib.corpus_templates(folder)
     changed = []

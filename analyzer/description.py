@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 from analyzer.errors import DescriptionError
 from analyzer.runtime.nodes import NodeError, node_from_dict, node_to_dict
-from analyzer.runtime.shape import JsonCall  # a call written as one JSON object: the same in both
+from analyzer.runtime.shape import JsonCall as JsonCall  # a call written as one JSON object: the same in both
 
 SCHEMA_VERSION = 1
 
@@ -58,8 +58,19 @@ class Field:
     base: int = 0
 
 
-PatternPart = Union[Text, Field]
+PatternPart = Text | Field
 JsonType = Literal["string", "integer", "number", "boolean", "null", "object", "array"]
+# The closed vocabularies of the fields below, named so that the detectors can type what they build.
+ArgumentSyntax = Literal["raw", "json", "python", "unknown"]
+StringEscaping = Literal["none", "json", "python"]
+ArgumentOrder = Literal["as given", "sorted"]
+IdsWritten = Literal["as given", "generated", "not written"]
+ContentBeforeCalls = Literal["kept", "dropped", "calls dropped"]
+ReasoningToggle = Literal["enable_thinking"]
+ReasoningScope = Literal["all turns", "turns with tool calls", "not written in history"]
+ResultsJsonContent = Literal["as is", "quoted", "rewritten", "unknown"]
+ResultsRenderedAs = Literal["user turn", "own turn", "inside the assistant turn"]
+FormatName = Literal["json", "tag-json", "tag-kv", "python", "none", "unknown"]
 Pattern = tuple[PatternPart, ...]
 
 
@@ -91,7 +102,7 @@ class ArgumentForm:
     kind: ClassVar[str] = "argument_form"
     json_type: JsonType
     pattern: Pattern
-    syntax: Literal["raw", "json", "python", "unknown"]
+    syntax: ArgumentSyntax
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +112,13 @@ class KeyValueArguments:
     kind: ClassVar[str] = "key_value_arguments"
     separator: str | Unknown
     forms: tuple[ArgumentForm, ...]
-    string_escaping: Literal["none", "json", "python"] | Unknown  # "none": strings are written raw
-    order: Literal["as given", "sorted"] | Unknown = "as given"  # "sorted": the template sorts arguments by name
+    string_escaping: StringEscaping | Unknown  # "none": strings are written raw
+    order: ArgumentOrder | Unknown = "as given"  # "sorted": the template sorts arguments by name
     # Text put around a string only when it holds special characters (("<![CDATA[", "]]>")), else ("", "").
     special_string_wrapper: tuple[str, str] = ("", "")
 
 
-Arguments = Union[JsonArguments, KeyValueArguments, Unknown]
+Arguments = JsonArguments | KeyValueArguments | Unknown
 
 
 # --------------------------------------------------------------------------- calls
@@ -118,7 +129,7 @@ class CallIds:
     """Where a call id is written and what the template accepts."""
 
     kind: ClassVar[str] = "call_ids"
-    written: Literal["as given", "generated", "not written"]  # generated: the template makes its own
+    written: IdsWritten  # generated: the template makes its own
     accepted: tuple[str, ...]  # id forms the template rendered: "openai" (call_...), "alnum9"
     refused: tuple[tuple[str, str], ...]  # (form, the template's message)
 
@@ -139,7 +150,7 @@ class Calls:
     json_call: JsonCall | None
     arguments: Arguments
     ids: CallIds | Unknown
-    content_before_calls: Literal["kept", "dropped", "calls dropped"] | Unknown  # calls dropped: content wins
+    content_before_calls: ContentBeforeCalls | Unknown  # calls dropped: content wins
     no_arguments: Pattern | Unknown  # one call with no arguments, as written (it may differ from ``call``)
     json_array: bool  # the section is a JSON array of calls: "[" ... "]" joined by ","
 
@@ -173,8 +184,8 @@ class Reasoning:
     field: str  # the message key the template reads reasoning from ("" when history never writes it)
     forced_open: bool  # the generation prompt itself opens the reasoning block
     empty_block: str  # what history writes for a turn without reasoning ("" when nothing)
-    toggle: Literal["enable_thinking"] | Unknown  # the variable that changes the prompt
-    scope: Literal["all turns", "turns with tool calls", "not written in history"]  # which final turns keep it
+    toggle: ReasoningToggle | Unknown  # the variable that changes the prompt
+    scope: ReasoningScope  # which final turns keep it
     opened_when_thinking: bool  # with enable_thinking=true, the generation prompt opens the block
 
 
@@ -191,9 +202,9 @@ class Results:
     group_close: Pattern  # written once after them
     carries_id: bool
     carries_name: bool
-    json_content: Literal["as is", "quoted", "unknown"]  # quoted: escaped into a string
+    json_content: ResultsJsonContent  # quoted: escaped into a string; rewritten: neither as is nor quoted
     linked_by: Literal["id", "name", "order"]
-    rendered_as: Literal["user turn", "own turn", "inside the assistant turn"]
+    rendered_as: ResultsRenderedAs
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +258,7 @@ class FormatDescription:
     kind: ClassVar[str] = "format_description"
     schema_version: int
     template: TemplateRef
-    format: Literal["json", "tag-json", "tag-kv", "python", "none", "unknown"]  # none: no tool calls
+    format: FormatName  # none: no tool calls
     turn: Turn
     reasoning: Reasoning | Unknown
     calls: Calls | Unknown

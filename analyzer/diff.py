@@ -1,4 +1,5 @@
-"""Diff primitives on renders: common prefixes and suffixes, and the repeated-unit finder that tells a per-item marker from a section marker.
+"""Diff primitives on renders: common prefixes and suffixes, and the repeated-unit finder that tells a
+per-item marker from a section marker.
 
 Everything here works on plain strings and knows nothing about chat templates; ``detect`` modules
 call these with renders and sentinels. What counts as a marker (and so where a cut would split
@@ -10,8 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from rapidfuzz.distance import Indel
 
 from analyzer.markers import inside_marker_mask
 
@@ -168,7 +167,9 @@ def _same_modulo_counters(expected: str, actual: str) -> tuple[tuple[int, str, s
         return None
     expected_runs = [m.group() for m in _DIGITS.finditer(expected)]
     actual_runs = [m.group() for m in _DIGITS.finditer(actual)]
-    return tuple((k, e, a) for k, (e, a) in enumerate(zip(expected_runs, actual_runs)) if e != a)
+    # as many runs on both sides unless one text has a "#" where the other has digits: paired as far as both go
+    pairs = zip(expected_runs, actual_runs, strict=False)
+    return tuple((k, e, a) for k, (e, a) in enumerate(pairs) if e != a)
 
 
 def added_text(base: str, longer: str, must_contain: str) -> str | None:
@@ -184,6 +185,9 @@ def added_text(base: str, longer: str, must_contain: str) -> str | None:
     middle = longer[head : len(longer) - tail]
     if must_contain in middle and len(longer) - len(base) == len(middle):
         return middle
+    # imported here: most renders differ in one run and never need it (start-up time)
+    from rapidfuzz.distance import Indel
+
     for op in Indel.opcodes(base, longer):
         if op.tag != "equal" and must_contain in longer[op.dest_start : op.dest_end]:
             start, end = op.dest_start, op.dest_end

@@ -28,7 +28,8 @@ from typing import Any
 
 from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
 from analyzer.backends.parser import Parser
-from analyzer.backends.prompted import STYLES, prompted
+from analyzer.backends.prompted import prompted
+from analyzer.choices import DEFAULT_N_PREDICT, TOOL_FORMATS
 from analyzer.description import FormatDescription
 from analyzer.errors import InputError, ServerRefused, ServerReplyError, ServerTimeout, ServerUnreachable
 from analyzer.lower import lower
@@ -36,9 +37,6 @@ from analyzer.render.conversation import Renderer, check_conversation
 from analyzer.render.engines import DEFAULT_BOS
 from analyzer.runtime.message import Delta, Message
 from analyzer.template import Template
-
-DEFAULT_N_PREDICT = 512
-TOOL_FORMATS = ("auto", "native", *STYLES)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from analyzer.description import (
     KeyValueArguments,
     Pattern,
     Reasoning,
+    StringEscaping,
     Text,
     Unknown,
 )
@@ -33,6 +34,7 @@ from analyzer.markers import special_word
 from analyzer.runtime.shape import (
     ID_FORMS,
     ArgKey,
+    ArgPart,
     ArgumentShape,
     ArgValue,
     CallId,
@@ -72,7 +74,7 @@ def split_markers(text: str) -> Markers:
     return tuple(found)
 
 
-def _text_parts(text: str, parts: list) -> None:
+def _text_parts(text: str, parts: list[Part]) -> None:
     """Append the markers of ``text``; text of whitespace alone joins the marker before it, or stands
     as a marker with no text of its own (whitespace between two fields, which both backends allow)."""
     found = split_markers(text)
@@ -112,7 +114,7 @@ def _lower_field(item: Field, calls: Calls, id_form: IdForm) -> Part:
     if item.name == "arguments":
         arguments = calls.arguments
         if isinstance(arguments, JsonArguments):
-            return JsonArgs(arguments.encoding)  # type: ignore[arg-type]
+            return JsonArgs(arguments.encoding)
         if isinstance(arguments, KeyValueArguments):
             return key_value_args(
                 arguments.forms,
@@ -128,7 +130,7 @@ def _lower_field(item: Field, calls: Calls, id_form: IdForm) -> Part:
 def key_value_args(
     forms: tuple[ArgumentForm, ...],
     separator: str,
-    escaping: str,
+    escaping: StringEscaping,
     *,
     sorted_names: bool = False,
     string_wrapper: tuple[str, str] = ("", ""),
@@ -139,13 +141,13 @@ def key_value_args(
         _separator(separator),
         escaping,
         sorted_names,
-        string_wrapper,  # type: ignore[arg-type]
+        string_wrapper,
         _string_quotes(forms),
     )
 
 
 def argument_shape(form: ArgumentForm) -> ArgumentShape:
-    parts: list = []
+    parts: list[ArgPart] = []
     for item in form.pattern:
         if isinstance(item, Text):
             found = split_markers(item.text)
@@ -154,7 +156,7 @@ def argument_shape(form: ArgumentForm) -> ArgumentShape:
             parts.append(ArgKey())
         elif item.name == "value":
             parts.append(ArgValue())
-    return ArgumentShape(form.json_type, tuple(parts), form.syntax)  # type: ignore[arg-type]
+    return ArgumentShape(form.json_type, tuple(parts), form.syntax)
 
 
 def _separator(text: str) -> Markers:
@@ -170,12 +172,12 @@ def _string_quotes(forms: tuple[ArgumentForm, ...]) -> tuple[str, str]:
     if text is None or number is None:
         return ("", "")
 
-    def around(pattern: tuple) -> tuple[str, str]:
+    def around(pattern: Pattern) -> tuple[str, str]:
         at = next((k for k, p in enumerate(pattern) if isinstance(p, Field) and p.name == "value"), None)
         if at is None:
             return ("", "")
-        before = pattern[at - 1].text if at and isinstance(pattern[at - 1], Text) else ""
-        after = pattern[at + 1].text if at + 1 < len(pattern) and isinstance(pattern[at + 1], Text) else ""
+        before = prev.text if at and isinstance(prev := pattern[at - 1], Text) else ""
+        after = nxt.text if at + 1 < len(pattern) and isinstance(nxt := pattern[at + 1], Text) else ""
         return before, after
 
     (s_before, s_after), (n_before, n_after) = around(text), around(number)

@@ -47,8 +47,8 @@ def first_marker(text: str, start: int = 0, *, symbols: bool = False) -> re.Matc
 def last_marker(text: str, *, symbols: bool = False) -> re.Match[str] | None:
     """The last marker of ``text`` (of the non-overlapping ones ``find_markers`` gives)."""
     found = None
-    for found in _pattern(symbols).finditer(text):
-        pass
+    for match in _pattern(symbols).finditer(text):
+        found = match
     return found
 
 

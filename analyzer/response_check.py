@@ -15,6 +15,7 @@ format; transformers is needed only here, and only when a check runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -181,8 +182,8 @@ def read_response_template(path: Path, *, shipped: bool = False) -> dict[str, An
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{path}: not a JSON file ({exc})") from None
-    if isinstance(data, dict) and isinstance(data.get(CONFIG_KEY), dict):
-        return data[CONFIG_KEY]
+    if isinstance(data, dict) and isinstance(config := data.get(CONFIG_KEY), dict):
+        return config
     if isinstance(data, dict) and "fields" in data and not shipped:
         return data
     if shipped:
@@ -330,10 +331,8 @@ def read_message(message: Any) -> dict[str, Any]:
             continue
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            try:
+            with contextlib.suppress(ValueError):
                 arguments = json.loads(arguments)
-            except ValueError:
-                pass
         calls.append([function.get("name"), arguments])
     reasoning = next((message[key] for key in _REASONING_FIELDS if message.get(key) is not None), None)
     return {"content": _text(message.get("content")), "reasoning_content": _text(reasoning), "tool_calls": calls}

@@ -14,6 +14,7 @@ from analyzer.description import (
     JsonArguments,
     JsonCall,
     KeyValueArguments,
+    Pattern,
     Reasoning,
     Results,
     Text,
@@ -35,8 +36,12 @@ def _plain(text: str, **_: object) -> str:
 def summarize(d: FormatDescription, style: Style = _plain) -> str:
     """Lines of a readable summary. ``style`` is ``click.style`` for colour, or plain."""
     lines: list[str] = []
-    marker = lambda text: style(f"'{visible(text)}'", fg="cyan")  # noqa: E731
-    unknown = lambda u: style(f"unknown ({u.reason})", fg="yellow")  # noqa: E731
+
+    def marker(text: str) -> str:
+        return style(f"'{visible(text)}'", fg="cyan")
+
+    def unknown(u: Unknown) -> str:
+        return style(f"unknown ({u.reason})", fg="yellow")
 
     def show(value: object) -> str:
         if isinstance(value, Unknown):
@@ -45,7 +50,7 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
             return marker(value)
         return str(value)
 
-    def pattern(parts: tuple) -> str:
+    def pattern(parts: Pattern) -> str:
         out = []
         for p in parts:
             out.append(
@@ -93,9 +98,10 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
         if isinstance(a, JsonArguments):
             lines.append(f"  arguments          one JSON value ({a.encoding})")
         elif isinstance(a, KeyValueArguments):
+            escaping = a.string_escaping
             lines.append(
                 f"  arguments          one by one, joined by {show(a.separator)};"
-                f" string escaping: {show(a.string_escaping) if isinstance(a.string_escaping, Unknown) else a.string_escaping}"
+                f" string escaping: {show(escaping) if isinstance(escaping, Unknown) else escaping}"
             )
             for form in a.forms:
                 lines.append(f"    {form.json_type:<8} {pattern(form.pattern)}  value syntax: {form.syntax}")
@@ -121,8 +127,8 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
         if res.group_open or res.group_close:
             lines.append(f"  results grouped in {pattern(res.group_open)} ... {pattern(res.group_close)}")
         lines.append(
-            f"                     written as {res.rendered_as}; linked by {res.linked_by}; id written: {res.carries_id};"
-            f" name written: {res.carries_name}; JSON content: {res.json_content}"
+            f"                     written as {res.rendered_as}; linked by {res.linked_by};"
+            f" id written: {res.carries_id}; name written: {res.carries_name}; JSON content: {res.json_content}"
         )
     else:
         lines.append(f"  tool result        {show(res)}")

@@ -49,7 +49,7 @@ def test_analyze_with_jinja2_engine(corpus_dir):
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, fragment):
-    code, out, err = run(args)
+    code, _out, err = run(args)
     assert code == 2
     assert fragment in err
     assert len(err.strip().splitlines()) == 1 or "Usage:" in err
@@ -247,3 +247,38 @@ def test_compare_runs_on_the_whole_corpus(corpus_paths):
     code, out, err = run(["compare", *[str(p) for p in corpus_paths]])
     assert code == 0, err
     assert len(out.splitlines()) == 1 + len(corpus_paths)
+
+
+def test_package_names_resolve_lazily() -> None:
+    """`import analyzer` loads no part of the library; each public name resolves to the object its
+    module defines, and __all__ lists exactly the names that resolve."""
+    code = (
+        "import sys, analyzer\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('analyzer.'))\n"
+        "names = {n: getattr(analyzer, n) for n in analyzer.__all__}\n"
+        "print(loaded, sorted(names) == sorted(analyzer._PUBLIC), all(names.values()))\n"
+        "from analyzer.analysis import analyze\n"
+        "print(names['analyze'] is analyze)\n"
+        "try:\n"
+        "    analyzer.nope\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[] True True", "True", "module 'analyzer' has no attribute 'nope'"]
+
+
+def test_start_up_loads_only_the_command_line() -> None:
+    """`--version` and `--help` import the command line alone, not the library behind it (start-up time);
+    a command loads its own part when it runs."""
+    code = (
+        "import sys\n"
+        "from analyzer.cli import main\n"
+        "try:\n"
+        "    main(['--version'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('analyzer.', 'jinja2', 'minijinja', 'rapidfuzz'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == str(["analyzer.choices", "analyzer.cli", "analyzer.errors"])

@@ -38,7 +38,8 @@ SMALL = """{%- for m in messages -%}
 {%- else -%}<{{ m.role }}>{{ m.content }}{% if m.tool_call_id %} for {{ m.tool_call_id }}{% endif %}</{{ m.role }}>
 {%- endif -%}
 {%- endfor -%}
-{%- if add_generation_prompt -%}<assistant>{% if enable_thinking %}<think>{% endif %}{{ house_style + '' }}{%- endif -%}"""
+{%- if add_generation_prompt -%}<assistant>{% if enable_thinking %}<think>{% endif %}{{ house_style + ''
+}}{%- endif -%}"""
 
 
 def test_spelling_rewrites_each_field_and_leaves_the_callers_messages_alone() -> None:

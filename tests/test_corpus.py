@@ -187,7 +187,7 @@ def test_pip_failure_reports_pips_error_line(tmp_path: Path, monkeypatch: pytest
 
 def test_pip_missing_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_pip(monkeypatch)
-    with pytest.raises(CorpusError, match="did not produce llama_cpp_python-0.3.36.tar.gz"):
+    with pytest.raises(CorpusError, match=r"did not produce llama_cpp_python-0\.3\.36\.tar\.gz"):
         corpus.fetch(tmp_path)
 
 
@@ -231,7 +231,7 @@ def test_wrong_template_count_is_an_error(tmp_path: Path, monkeypatch: pytest.Mo
         info = tarfile.TarInfo(corpus.MEMBER_PREFIX + "only.jinja")
         tar.addfile(info, io.BytesIO(b""))
     monkeypatch.setattr(corpus, "SDIST_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
-    with pytest.raises(CorpusError, match="holds 1 templates .* expected 70"):
+    with pytest.raises(CorpusError, match=r"holds 1 templates .* expected 70"):
         corpus.fetch(tmp_path / "cache", sdist=archive)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -222,6 +223,15 @@ def test_dumps_loads_round_trip(make) -> None:
     text = dumps(description)
     assert loads(text) == description
     assert dumps(loads(text)) == text
+
+
+def test_results_rewritten_loads_again() -> None:
+    # The results detector says "rewritten" when a template writes JSON content neither as is nor
+    # quoted; a description saved with it must load again.
+    description = json_call_description()
+    assert isinstance(description.results, Results)
+    rewritten = replace(description, results=replace(description.results, json_content="rewritten"))
+    assert loads(dumps(rewritten)) == rewritten
 
 
 def test_to_dict_exact_shapes() -> None:

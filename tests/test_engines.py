@@ -402,3 +402,12 @@ def test_corpus_user_content_reaches_the_prompt(corpus_paths: list[Path]) -> Non
             assert path.stem == "fireworks-ai-llama-3-firefunction-v2"
             continue
         assert out.count("SENTINEL_USER_7f3a") >= 1, path.stem
+
+
+def test_the_command_line_offers_exactly_the_engines() -> None:
+    """The CLI reads engine names from analyzer.choices (no library import at start-up): they must be the
+    engines there are."""
+    from analyzer.choices import DEFAULT_ENGINE, ENGINE_NAMES
+    from analyzer.render.engines import ENGINES
+
+    assert sorted(ENGINES) == sorted(ENGINE_NAMES) and DEFAULT_ENGINE in ENGINES

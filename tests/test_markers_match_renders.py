@@ -308,8 +308,8 @@ def argument_pieces(arguments: KeyValueArguments, values: dict[str, Any], k: int
         pieces += pattern_pieces(
             form.pattern,
             {
-                "key": lambda _, key=key: [literal(key, f"{what}: key")],
-                "value": lambda _, form=form, value=value: [
+                "key": lambda _, key=key, what=what: [literal(key, f"{what}: key")],
+                "value": lambda _, form=form, value=value, what=what: [
                     value_piece(arguments, form.syntax, value, f"{what}: value")
                 ],
             },
@@ -396,11 +396,12 @@ def fresh_output(name: str, corpus_dir: Path) -> str:
 # Templates whose fresh render the description does not reproduce, with the reason (strict: fixing
 # one must remove it here).
 KNOWN_MISMATCHES = {
-    "CohereForAI-c4ai-command-r-plus-tool_use": "a turn with calls is never closed: after the section closer '\\n]```\\n' the template writes the next "
-    "turn's header (here the instruction it appends to every render), not the turn end "
-    "'<|END_OF_TURN_TOKEN|>' the description reads from content turns; it records no end for call turns",
-    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "the template writes the section closer '<｜tool▁calls▁end｜>' only after two or more calls; the "
-    "description, whose closer is read from one call, has an empty closer",
+    "CohereForAI-c4ai-command-r-plus-tool_use": "a turn with calls is never closed: after the section closer "
+    "'\\n]```\\n' the template writes the next turn's header (here the instruction it appends to every render), "
+    "not the turn end '<|END_OF_TURN_TOKEN|>' the description reads from content turns; "
+    "it records no end for call turns",
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "the template writes the section closer '<｜tool▁calls▁end｜>' "
+    "only after two or more calls; the description, whose closer is read from one call, has an empty closer",
 }
 
 NAMES = [d.template.name for d in golden_descriptions(with_calls=True)]

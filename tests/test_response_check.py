@@ -43,9 +43,10 @@ def _round_trip_failures(name, template, corpus_dir):
     prompt = prompt_for(description, compiled)
     failures = set()
     for case, (content, calls) in ROUND_TRIP_CASES.items():
-        if not not_written(description, content, calls):
-            if compare(description, template, prompt, model_output(description, compiled, content, calls)):
-                failures.add(case)
+        if not not_written(description, content, calls) and compare(
+            description, template, prompt, model_output(description, compiled, content, calls)
+        ):
+            failures.add(case)
     return failures
 
 

@@ -61,7 +61,8 @@ class AuditReport:
     findings: tuple[Finding, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(asdict(self), ensure_ascii=False))
+        plain: dict[str, Any] = json.loads(json.dumps(asdict(self), ensure_ascii=False))
+        return plain
 
     def by_topic(self, topic: str) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.topic == topic)

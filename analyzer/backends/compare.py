@@ -115,11 +115,11 @@ def _walk(old: Any, new: Any, path: str, changes: list[Change]) -> None:
         changes.append(Change(path, old, new))
 
 
-def _is_pattern(items: list) -> bool:
+def _is_pattern(items: list[Any]) -> bool:
     return bool(items) and all(isinstance(i, dict) and i.get("kind") in ("text", "field") for i in items)
 
 
-def _pattern(items: list) -> str:
+def _pattern(items: list[Any]) -> str:
     return "".join(i["text"] if i["kind"] == "text" else "{" + i["name"] + "}" for i in items)
 
 

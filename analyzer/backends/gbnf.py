@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 from analyzer.backends.json_schema_gbnf import (
     PythonRules,
@@ -42,6 +42,7 @@ from analyzer.errors import UnsupportedFormat
 from analyzer.markers import special_word
 from analyzer.runtime.shape import (
     ArgKey,
+    ArgPart,
     ArgumentShape,
     CallId,
     CallsShape,
@@ -219,7 +220,7 @@ class _Builder:
         between two words); empty pieces left out."""
         kept = [piece for piece in pieces if piece.expr]
         out: list[str] = []
-        for before, after in zip([None, *kept], kept):
+        for before, after in zip([None, *kept], kept, strict=False):  # each piece with the one before it
             if before is not None and (before.trail or after.lead):
                 out.append(self.rules.ws_required() if needs_space(before.last, after.first) else self.rules.ws())
             out.append(after.expr)
@@ -526,13 +527,13 @@ class _Builder:
         return self.rules.add("loose", f'( {outer} | "{{" {inner} "}}" | "[" {inner} "]" )*')
 
 
-def _run(parts: list, start: int, step: int) -> Markers:
+def _run(parts: list[ArgPart], start: int, step: int) -> Markers:
     """The markers from ``start`` on, going by ``step`` (-1: backwards), up to the next key or value,
     in their written order."""
     found: list[Marker] = []
     i = start
-    while 0 <= i < len(parts) and isinstance(parts[i], Marker):
-        found.append(parts[i])
+    while 0 <= i < len(parts) and isinstance(part := parts[i], Marker):
+        found.append(part)
         i += step
     return tuple(found if step > 0 else reversed(found))
 
@@ -628,7 +629,7 @@ class _Star:
     item: _Regex
 
 
-_Regex = Union[_Lit, _Class, _Seq, _Alt, _Star]
+_Regex = _Lit | _Class | _Seq | _Alt | _Star
 _EMPTY = _Seq(())
 _MAX_NESTING = 8
 

@@ -76,11 +76,15 @@ def render_html(description: FormatDescription, evidence: Evidence) -> str:
             f"[{html.escape(finding.topic)}] {html.escape(finding.message)}{link}{excerpt}</li>"
         )
     title = html.escape(f"{description.template.name}: {description.format}")
+    intro = (
+        f"Audit by template-analyzer (engine {html.escape(report.engine)}). "
+        "Highlighted: the markers the analysis found, where its description places them."
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style></head>
 <body>
 <h1>{title}</h1>
-<p>Audit by template-analyzer (engine {html.escape(report.engine)}). Highlighted: the markers the analysis found, where its description places them.</p>
+<p>{intro}</p>
 <h2>A conversation with a tool call and its result</h2>
 <pre id="conversation">{_highlight(sample.conversation, sample.marks)}</pre>
 <h2>What the model writes: an answer, and a call</h2>

@@ -320,8 +320,8 @@ class _Builder:
     # ------------------------------------------------------------------ calls
 
     def calls(self, calls: CallsShape) -> dict[str, Any]:
-        if _json_array_section(calls):
-            return self.array_section(calls, calls.call[0])  # type: ignore[arg-type]
+        if _json_array_section(calls) and isinstance(first := calls.call[0], JsonCallObject):
+            return self.array_section(calls, first)
         at = next(
             (k for k, part in enumerate(calls.call) if isinstance(part, (JsonArgs, KeyValueArgs, JsonCallObject))), None
         )
@@ -588,7 +588,7 @@ def _json_array_section(calls: CallsShape) -> bool:
 def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape]]:
     """Forms grouped by their parts, the one with more literal text first (a typed marker such as
     ``string="true"`` must be tried before a bare one), as the runtime orders them."""
-    groups: dict[tuple, list[ArgumentShape]] = {}
+    groups: dict[tuple[object, ...], list[ArgumentShape]] = {}
     for form in forms:
         groups.setdefault(form.parts, []).append(form)
     return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
@@ -626,7 +626,7 @@ def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:
     return pattern
 
 
-def _written(parts: tuple, *, last: bool) -> str:
+def _written(parts: tuple[object, ...], *, last: bool) -> str:
     """The whitespace the template writes between a value and the markers next to it."""
     markers = [p for p in parts if isinstance(p, Marker)]
     if not markers:

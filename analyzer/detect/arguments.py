@@ -14,7 +14,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.description import ArgumentForm, Field, JsonArguments, KeyValueArguments, PatternPart, Text, Unknown
+from analyzer.description import (
+    ArgumentForm,
+    ArgumentOrder,
+    ArgumentSyntax,
+    Field,
+    JsonArguments,
+    JsonType,
+    KeyValueArguments,
+    PatternPart,
+    StringEscaping,
+    Text,
+    Unknown,
+)
 from analyzer.diff import common_prefix_len, common_suffix_len, find_all, repeated_unit
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
@@ -93,7 +105,7 @@ def find_json_arguments(call_text: str, arguments: dict[str, Any]) -> Located | 
 
 def _decodes_to(text: str, arguments: dict[str, Any]) -> bool:
     try:
-        return json.loads(text) == arguments
+        return bool(json.loads(text) == arguments)
     except ValueError:
         return False
 
@@ -106,9 +118,9 @@ def _substitute_argument(text: str) -> str:
     return text.replace(v.ARG2, v.ARG1).replace(v.STR2, v.STR1)
 
 
-def _value_candidates(value: Any) -> list[tuple[str, str]]:
+def _value_candidates(value: Any) -> list[tuple[ArgumentSyntax, str]]:
     """(syntax, text) ways a value may be written, longest first so quotes are claimed by the value."""
-    found = [
+    found: list[tuple[ArgumentSyntax, str]] = [
         ("json", json.dumps(value, ensure_ascii=False)),
         ("json", json.dumps(value, ensure_ascii=False, separators=(",", ":"))),
         ("python", repr(value)),
@@ -118,9 +130,12 @@ def _value_candidates(value: Any) -> list[tuple[str, str]]:
     return sorted(found, key=lambda item: -len(item[1]))
 
 
-def _form(json_type: str, unit: str, value: Any, reference: str | None, *, quoted_raw: bool = False) -> ArgumentForm:
+def _form(
+    json_type: JsonType, unit: str, value: Any, reference: str | None, *, quoted_raw: bool = False
+) -> ArgumentForm:
     spans: list[tuple[int, int, PatternPart]] = [(i, i + len(v.ARG1), Field("key")) for i in find_all(unit, v.ARG1)]
-    syntax, value_span = "unknown", None
+    syntax: ArgumentSyntax = "unknown"
+    value_span: tuple[int, int] | None = None
     for candidate_syntax, text in _value_candidates(value):
         for i in find_all(unit, text):
             if not any(s <= i < e or s < i + len(text) <= e for s, e, _ in spans):
@@ -186,7 +201,7 @@ def find_key_value_arguments(session: Session, call_output: str, call_start: int
     )
 
 
-def _order(session: Session) -> str | Unknown:
+def _order(session: Session) -> ArgumentOrder | Unknown:
     """Whether arguments are written in the order given or sorted by name: sent out of order
     (the sentinel names sort ARG1 first), sorted ones come back with ARG1 first."""
     output = session.output(_one_call(session.form, {v.ARG2: v.STR2, v.ARG1: v.STR1}))
@@ -195,7 +210,7 @@ def _order(session: Session) -> str | Unknown:
     return "sorted" if output.find(v.ARG1) < output.find(v.ARG2) else "as given"
 
 
-def _string_escaping(session: Session, head: str, tail: str) -> str | Unknown:
+def _string_escaping(session: Session, head: str, tail: str) -> StringEscaping | Unknown:
     output = session.output(_one_call(session.form, {v.ARG1: v.TRICKY_STRING}))
     if isinstance(output, Failed) or not (output.startswith(head) and output.endswith(tail)):
         return Unknown("a string with quotes and a newline does not render")

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from analyzer.description import (
     CallIds,
     Calls,
     Capability,
+    ContentBeforeCalls,
     Field,
+    IdsWritten,
     JsonArguments,
     JsonCall,
     PatternPart,
@@ -87,7 +90,7 @@ def _continuation(full: str | Failed, output: str, last: int) -> str | None:
     return full[at + len(head[-200:]) :]
 
 
-def _substitute_call(form: v.Spelling):
+def _substitute_call(form: v.Spelling) -> Callable[[str], str]:
     id1, id2 = v.ids(form)
 
     def substitute(text: str) -> str:
@@ -125,6 +128,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         if unit is None:
             warnings.append("two parallel calls are not written as one call repeated; separator unknown")
 
+    separator: str | Unknown
     if unit is not None:
         call_start, call_end, separator = unit.start, unit.end, unit.separator
         counters = unit.counters
@@ -143,10 +147,11 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     section_open, section_close = region[:call_start], region[call_end:]
 
     pattern_spans: list[tuple[int, int, PatternPart]] = []
-    json_call = _json_call(call_text, second, form)
+    found = _json_call(call_text, second, form)
+    json_call: JsonCall | None = None
     arguments: Any
-    if json_call is not None:
-        (js, je), json_call = json_call
+    if found is not None:
+        (js, je), json_call = found
         pattern_spans.append((js, je, Field("call")))
         arguments = json_arguments_of(json_call)
     else:
@@ -176,13 +181,13 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     pattern = build_pattern(call_text, pattern_spans)
 
     content = session.output(v.assistant(form, content=v.CONTENT_TEXT, calls=(v.CALL1,)))
+    content_before: ContentBeforeCalls | Unknown
     if isinstance(content, Failed):
         content_before = Unknown(f"content beside a call does not render: {content.message}")
+    elif v.FN1 not in content:
+        content_before = "calls dropped"  # the template writes the content and not the calls
     else:
-        if v.FN1 not in content:
-            content_before = "calls dropped"  # the template writes the content and not the calls
-        else:
-            content_before = "kept" if v.CONTENT_TEXT in content else "dropped"
+        content_before = "kept" if v.CONTENT_TEXT in content else "dropped"
 
     no_arguments = _no_arguments(session, turn, pattern, section_open, section_close)
     calls = Calls(
@@ -244,8 +249,8 @@ def _no_arguments(
         spans += [(i, i + len(written_id), Field("id")) for i in find_all(text, written_id)]
     # An index counts calls: where the call pattern has one, the first call writes its base there.
     for k, part in enumerate(pattern):
-        if isinstance(part, Field) and part.name == "index" and k and isinstance(pattern[k - 1], Text):
-            before = pattern[k - 1].text
+        if isinstance(part, Field) and part.name == "index" and k and isinstance(previous := pattern[k - 1], Text):
+            before = previous.text
             at = text.find(before + str(part.base))
             if at != -1:
                 spans.append((at + len(before), at + len(before) + len(str(part.base)), Field("index", part.base)))
@@ -284,6 +289,7 @@ def _written_ids(
     if isinstance(ids, Unknown):
         return ids
     fields = {p.name for p in pattern if isinstance(p, Field)}
+    written: IdsWritten
     if "id" in fields or (json_call is not None and json_call.id_path is not None):
         written = "as given"
     elif "index" in fields or (json_call is not None and json_call.index_path is not None):
@@ -296,7 +302,7 @@ def _written_ids(
 # --------------------------------------------------------------------------- JSON calls
 
 
-def _paths(value: Any, path: tuple[str, ...] = ()):
+def _paths(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     yield path, value
     if isinstance(value, dict):
         for key, item in value.items():
@@ -306,10 +312,10 @@ def _paths(value: Any, path: tuple[str, ...] = ()):
 def _contains_name(value: Any) -> bool:
     if isinstance(value, dict):
         return v.FN1 in value or any(_contains_name(item) for item in value.values())
-    return value == v.FN1
+    return bool(value == v.FN1)
 
 
-def _json_call(call_text: str, second: str | None, form: v.Spelling):
+def _json_call(call_text: str, second: str | None, form: v.Spelling) -> tuple[tuple[int, int], JsonCall] | None:
     """The JSON object that is the whole call, if there is one: ((start, end), JsonCall)."""
     for start, end, value in json_values(call_text):
         if isinstance(value, dict) and _contains_name(value):
@@ -336,7 +342,8 @@ def _layout(call: dict[str, Any], other: dict[str, Any] | None, form: v.Spelling
             return JsonCall((), True, (), "string", None, None, 0, (), ())
         return None
     name_path = arguments_path = id_path = index_path = None
-    encoding, index_base = "object", 0
+    encoding: Literal["object", "string"] = "object"
+    index_base = 0
     constants: list[tuple[tuple[str, ...], str]] = []
     other_leaves = dict(_paths(other)) if other is not None else {}
     for path, value in _paths(call):

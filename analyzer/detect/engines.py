@@ -61,13 +61,12 @@ def detect_engine_agreement(template: Template, description: FormatDescription) 
                 EngineCase(label, "agree" if j.message == m.message else "both raise", None, j.message, m.message)
             )
         else:
-            outcome = "only jinja2 raises" if isinstance(j, Failed) else "only minijinja raises"
             cases.append(
                 EngineCase(
                     label,
-                    outcome,
+                    "only jinja2 raises" if isinstance(j, Failed) else "only minijinja raises",
                     None,
-                    j.message if isinstance(j, Failed) else "",  # type: ignore[arg-type]
+                    j.message if isinstance(j, Failed) else "",
                     m.message if isinstance(m, Failed) else "",
                 )
             )

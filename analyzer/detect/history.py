@@ -23,8 +23,8 @@ def _reasoning(renderer: Renderer, description: FormatDescription) -> tuple[Reas
     later = renderer.attempt([v.user(), turn, v.user(v.USER_TEXT2)], generation_prompt=True)
     last = renderer.attempt([v.user(), turn])
     if isinstance(later, Failed) or isinstance(last, Failed):
-        failed = later if isinstance(later, Failed) else last
-        return "unknown", failed.message  # type: ignore[union-attr]
+        failed = next(render for render in (later, last) if isinstance(render, Failed))
+        return "unknown", failed.message
     shown = v.REASONING_TEXT if v.REASONING_TEXT in later else v.CONTENT_TEXT
     anchor = max(later.find(shown), 0)
     evidence = excerpt(later, anchor, anchor + len(shown))

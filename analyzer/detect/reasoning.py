@@ -9,8 +9,9 @@ the text after it up to where they meet again. When the two renders part or meet
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from analyzer.description import Reasoning, Turn, Unknown
+from analyzer.description import Reasoning, ReasoningScope, ReasoningToggle, Turn, Unknown
 from analyzer.diff import common_prefix_len, common_suffix_len
 from analyzer.markers import (
     first_marker,
@@ -49,12 +50,12 @@ def _glue_marker(text: str, at: int) -> int:
     return at
 
 
-def _reasoning_key(session: Session, **message: object) -> str | None:
+def _reasoning_key(session: Session, **message: Any) -> str | None:
     """Which message key the template reads reasoning from: one render with every key set to its own text."""
     # reasoning_content alone first: it is what OpenAI-style clients send, so a template that reads
     # several keys is described by that one.
     for keys in (("reasoning_content",), tuple(REASONING_PROBES)[1:]):
-        probe = v.assistant(session.form, **message)  # type: ignore[arg-type]
+        probe = v.assistant(session.form, **message)
         for key in keys:
             probe[key] = REASONING_PROBES[key]
         output = session.history(probe)
@@ -114,8 +115,8 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
                 scope="not written in history",
                 opened_when_thinking=True,
             )
-    prompt = turn.generation_prompt
-    m = _OPEN_TAG.search(prompt) if isinstance(prompt, str) else None
+    prompt = turn.generation_prompt if isinstance(turn.generation_prompt, str) else ""
+    m = _OPEN_TAG.search(prompt)  # never in "": an unknown prompt opens nothing
     if m is None:
         return None
     close = f"</{m.group(1)}>"
@@ -135,7 +136,9 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
     return None
 
 
-def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, scope: str) -> Reasoning | Unknown:
+def _markers(
+    session: Session, turn: Turn, plain: str, output: str, key: str, scope: ReasoningScope
+) -> Reasoning | Unknown:
     at = output.find(v.REASONING_TEXT)
     after_at = at + len(v.REASONING_TEXT)
     head = marker_start(output, min(common_prefix_len(plain, output), at))
@@ -195,7 +198,7 @@ def _markers(session: Session, turn: Turn, plain: str, output: str, key: str, sc
     )
 
 
-def _toggle(session: Session) -> str | Unknown:
+def _toggle(session: Session) -> ReasoningToggle | Unknown:
     on = session.prompt(extra={"enable_thinking": True})
     off = session.prompt(extra={"enable_thinking": False})
     if isinstance(on, Failed) or isinstance(off, Failed):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from analyzer.description import Field, Results, Unknown
+from analyzer.description import Field, PatternPart, Results, ResultsJsonContent, ResultsRenderedAs, Unknown
 from analyzer.detect.arguments import build_pattern
 from analyzer.detect.calls import written_part
 from analyzer.diff import added_text, find_all, repeated_unit
@@ -42,7 +42,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
     base = session.history(call_turn)
     one = session.history(call_turn, v.tool_result(v.CALL1, v.RESULT_TEXT, form))
     if isinstance(base, Failed) or isinstance(one, Failed):
-        failed = base if isinstance(base, Failed) else one
+        failed = next(render for render in (base, one) if isinstance(render, Failed))
         return Unknown(f"a tool result does not render: {failed.message}")
     added = added_text(base, one, v.RESULT_TEXT)
     if added is None:
@@ -53,6 +53,7 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
 
     payload = json.dumps(v.RESULT_JSON)
     as_json = session.history(call_turn, v.tool_result(v.CALL1, payload, form))
+    json_content: ResultsJsonContent
     if isinstance(as_json, Failed):
         json_content = "unknown"
     elif payload in as_json:
@@ -106,16 +107,16 @@ def detect_results(session: Session, stops: tuple[str, ...] = ()) -> Results | U
     )
 
 
-def _with_fields(text: str, call_id: str) -> tuple:
+def _with_fields(text: str, call_id: str) -> tuple[PatternPart, ...]:
     """The wrapper as a pattern: the tool name and the call id it writes are fields, not literal text."""
-    spans = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
+    spans: list[tuple[int, int, PatternPart]] = [(i, i + len(v.FN1), Field("name")) for i in find_all(text, v.FN1)]
     written = written_part(text, call_id)
     if written:
         spans += [(i, i + len(written), Field("id")) for i in find_all(text, written)]
     return build_pattern(text, spans)
 
 
-def _rendered_as(session: Session, render: str, open_text: str, stops: tuple[str, ...]) -> str:
+def _rendered_as(session: Session, render: str, open_text: str, stops: tuple[str, ...]) -> ResultsRenderedAs:
     """Whether results are written as a user turn, a turn of their own, or inside the assistant turn.
 
     A user turn is recognised by the header written before a user message; a result with no turn end

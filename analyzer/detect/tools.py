@@ -50,8 +50,8 @@ def detect_tool_definitions(
     for label, opening in OPENINGS:
         without, with_tools = prompt(opening, None), prompt(opening, given)
         if isinstance(without, Failed) or isinstance(with_tools, Failed):
-            error = without if isinstance(without, Failed) else with_tools
-            placements.append(ToolPlacement(label, "error", error.message))  # type: ignore[union-attr]
+            error = next(render for render in (without, with_tools) if isinstance(render, Failed))
+            placements.append(ToolPlacement(label, "error", error.message))
             continue
         if without == with_tools:
             placements.append(ToolPlacement(label, "not written", ""))
@@ -66,8 +66,9 @@ def detect_tool_definitions(
     opening = OPENINGS[0][1] if description.capabilities.system_role.status == "yes" else OPENINGS[1][1]
     renders = [prompt(opening, t) for t in (None, [first], [first, second])]
     fixed_chars = per_tool_chars = fixed_tokens = per_tool_tokens = None
-    if all(isinstance(r, str) for r in renders):
-        fixed_chars, per_tool_chars = _growth([len(r) for r in renders])  # type: ignore[arg-type]
+    lengths = [len(r) for r in renders if isinstance(r, str)]
+    if len(lengths) == len(renders):  # every one rendered
+        fixed_chars, per_tool_chars = _growth(lengths)
         tokenizer = tokenizer_beside(template)
         if tokenizer is not None:
             fixed_tokens, per_tool_tokens = _growth(
@@ -166,13 +167,14 @@ def _definition_form(tool: dict[str, Any], render: str) -> tuple[DefinitionForm,
     """How one tool definition is written: the JSON as given, re-indented, the function object alone,
     or rewritten (none of those); with where it starts in the render (-1 when rewritten)."""
     function = tool.get("function", tool)
-    for form, value in (("as given", tool), ("function only", function)):
+    candidates: tuple[tuple[DefinitionForm, Any], ...] = (("as given", tool), ("function only", function))
+    for form, value in candidates:
         for text in (
             json.dumps(value, ensure_ascii=False),
             json.dumps(value, ensure_ascii=False, separators=(",", ":")),
         ):
             if text in render:
-                return form, render.find(text)  # type: ignore[return-value]
+                return form, render.find(text)
         for indent in (2, 4, 1, "\t"):
             text = json.dumps(value, ensure_ascii=False, indent=indent)
             if text in render:

@@ -21,7 +21,7 @@ def generation_prompt(session: Session) -> str | Unknown:
     with_prompt = session.prompt()
     without = session.render(v.opening(session.form), generation_prompt=False)
     if isinstance(with_prompt, Failed) or isinstance(without, Failed):
-        failed = with_prompt if isinstance(with_prompt, Failed) else without
+        failed = next(render for render in (with_prompt, without) if isinstance(render, Failed))
         return Unknown(f"prompt does not render: {failed.message}")
     return with_prompt[marker_start(with_prompt, common_prefix_len(with_prompt, without)) :]
 
@@ -97,10 +97,8 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
             first = _first_marker(following)
             header = find_markers(following, symbols=True)
             # The first marker after the content ends the turn unless it is the next turn's header.
-            next_header = (
-                (bool(header)
-                and header[-1].group() == first.strip())
-                or (isinstance(prompt, str) and prompt.startswith(first.strip()))
+            next_header = (bool(header) and header[-1].group() == first.strip()) or (
+                isinstance(prompt, str) and prompt.startswith(first.strip())
             )
             if first.strip() and not next_header:
                 end = first

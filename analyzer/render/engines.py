@@ -33,6 +33,7 @@ import jinja2.nodes
 import jinja2.sandbox
 import minijinja
 
+from analyzer.choices import DEFAULT_ENGINE
 from analyzer.errors import RenderError, RenderLimitError, TemplateSyntaxError
 from analyzer.template import Template
 
@@ -120,10 +121,12 @@ def _base_context(
         context.update(extra)
     # A fresh copy per render: the template may mutate what it is given. A marshal round trip is the
     # fastest exact deep copy of plain data (keys keep their types); anything else is copied in Python.
+    copied: dict[str, Any]
     try:
-        return marshal.loads(marshal.dumps(context))
+        copied = marshal.loads(marshal.dumps(context))
     except ValueError:
-        return _copy_plain(context)
+        copied = _copy_plain(context)
+    return copied
 
 
 def _copy_plain(value: Any) -> Any:
@@ -143,7 +146,7 @@ def _copy_plain(value: Any) -> Any:
 class _GenerationTag(jinja2.ext.Extension):
     """``{% generation %}...{% endgeneration %}`` marks assistant text for training masks; it renders its body."""
 
-    tags = {"generation"}
+    tags = {"generation"}  # noqa: RUF012 - jinja2.ext.Extension declares tags a plain set[str], not a ClassVar
 
     def parse(self, parser: Any) -> jinja2.nodes.Node:
         lineno = next(parser.stream).lineno
@@ -168,7 +171,7 @@ class _OutOfTime(Exception):
     pass
 
 
-class _DeadlineChecks:
+class _DeadlineChecks(jinja2.sandbox.SandboxedEnvironment):
     """Checks the deadline on every call, attribute and item access of a sandboxed environment."""
 
     deadline: _Deadline
@@ -342,8 +345,8 @@ class MiniJinjaTemplate:
         env.add_filter("tojson", _tojson)
         env.add_filter("indent", _indent)
         env.add_test("iterable", _is_iterable)
-        env.add_function("raise_exception", _raise_exception)
-        env.add_function("strftime_now", _strftime_now)
+        env.add_function("raise_exception", _raise_exception)  # type: ignore[attr-defined]  # in minijinja, not its stubs
+        env.add_function("strftime_now", _strftime_now)  # type: ignore[attr-defined]  # in minijinja, not its stubs
         try:
             env.add_template("chat", rewrite_generation_tags(template.source))
         except minijinja.TemplateError as exc:
@@ -407,7 +410,6 @@ ENGINES: dict[str, Engine] = {
     "minijinja": _EngineFactory("minijinja", MiniJinjaTemplate),
     "jinja2": _EngineFactory("jinja2", Jinja2Template),
 }
-DEFAULT_ENGINE = "minijinja"
 
 
 def get_engine(name: str) -> Engine:

@@ -13,7 +13,7 @@ from analyzer.diff import common_prefix_len, common_suffix_len
 from analyzer.errors import RenderError
 from analyzer.markers import marker_start
 from analyzer.render import variants as v
-from analyzer.render.conversation import Failed
+from analyzer.render.conversation import Failed as Failed  # re-exported for the detectors
 from analyzer.render.engines import CompiledTemplate
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.render.conversation import Spelling
+from analyzer.description import JsonType
+from analyzer.render.conversation import Spelling as Spelling  # re-exported: callers write v.Spelling
 from analyzer.runtime.shape import ID_FORMS as RUNTIME_ID_FORMS
 
 # Function names, argument names and values. Two of each kind, sharing no first or last character.
@@ -38,7 +39,7 @@ ARG_DESCRIPTION1, ARG_DESCRIPTION2 = "Pqz where", "Pwj how"
 # A string that shows how a template escapes what it writes: quote, backslash, newline, tag characters.
 TRICKY_STRING = 'Eqz "q" \\ <x>\nline2'
 # Typed values for one argument: how each JSON type is written tells the argument encoding.
-TYPED_VALUES: dict[str, Any] = {
+TYPED_VALUES: dict[JsonType, Any] = {
     "integer": NUM1,
     "number": 2.5,
     "boolean": True,

@@ -145,15 +145,16 @@ def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None,
     if args.tools:
         try:
             with open(args.tools, encoding="utf-8") as handle:
-                tools = json.load(handle)
+                loaded = json.load(handle)
         except (OSError, ValueError) as exc:
             print(f"Error: {args.tools}: cannot read tools: {exc}", file=sys.stderr)
             return 2
-        if isinstance(tools, dict) and "tools" in tools:
-            tools = tools["tools"]
-        if not isinstance(tools, list):
+        if isinstance(loaded, dict) and "tools" in loaded:
+            loaded = loaded["tools"]
+        if not isinstance(loaded, list):
             print(f"Error: {args.tools}: tools must be a JSON list of tool objects", file=sys.stderr)
             return 2
+        tools = loaded
     parser = Parser(shape, tools, thinking=args.thinking)
     out = sys.stdout
 

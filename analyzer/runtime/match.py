@@ -8,10 +8,12 @@ write a newline where the template wrote a space, or nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from .shape import (
     ArgKey,
@@ -57,7 +59,7 @@ class Mismatch:
     kind: str = "malformed_call"  # "not_a_reply": a JSON object without a function name
 
 
-Step = Union[int, _Need, Mismatch]
+Step = int | _Need | Mismatch
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_\-.]+")
 _INDEX_DIGITS = re.compile(r"\d+")
 _ID_PATTERNS: dict[IdForm, re.Pattern[str]] = {}
@@ -148,10 +150,12 @@ class CallMatcher:
 
     # ---------------------------------------------------------------- one matcher per part kind
 
-    def marker(self, part: Marker, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+    def marker(
+        self, part: Marker, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+    ) -> Step:
         return match_literal(text, i, (part,), final)
 
-    def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+    def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]) -> Step:
         i = skip_ws(text, i)
         for name in self.names:
             if text.startswith(name, i):
@@ -171,7 +175,9 @@ class CallMatcher:
         result.name = name
         return i + len(name)
 
-    def call_id(self, part: CallId, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+    def call_id(
+        self, part: CallId, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+    ) -> Step:
         i = skip_ws(text, i)
         m = _id_regex(part.form).match(text, i)
         if m is None or (m.end() == len(text) and not final):
@@ -180,7 +186,7 @@ class CallMatcher:
         result.call_id = value
         return i + len(value)
 
-    def index(self, part: Index, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+    def index(self, part: Index, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]) -> Step:
         i = skip_ws(text, i)
         m = _INDEX_DIGITS.match(text, i)
         if m is None:
@@ -189,7 +195,9 @@ class CallMatcher:
             return NEED
         return m.end()
 
-    def json_args(self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
+    def json_args(
+        self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+    ) -> Step:
         span = _json_span(
             text,
             i,
@@ -211,7 +219,7 @@ class CallMatcher:
         return end
 
     def json_call(
-        self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch, following: tuple
+        self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
     ) -> Step:
         span = _json_span(text, i, final, self.memo, "the call ends before it is complete", "expected a JSON object")
         if not isinstance(span, tuple):
@@ -257,7 +265,7 @@ class CallMatcher:
         return end
 
     def key_values(
-        self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple
+        self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
     ) -> Step:
         schema = self.tools.get(result.name, {})
         properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
@@ -317,7 +325,8 @@ def _before_following(token: str, following: tuple[str, ...]) -> str:
     return token
 
 
-_HANDLERS = {
+# each handler takes the kind of part it is keyed by
+_HANDLERS: dict[type[Any], Callable[..., Step]] = {
     Marker: CallMatcher.marker,
     Name: CallMatcher.name,
     CallId: CallMatcher.call_id,
@@ -371,7 +380,7 @@ def _unread_members(call: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
 
 def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape]]:
     """Forms grouped by their parts: types written alike are told apart by their value."""
-    groups: dict[tuple, list[ArgumentShape]] = {}
+    groups: dict[tuple[object, ...], list[ArgumentShape]] = {}
     for form in forms:
         groups.setdefault(form.parts, []).append(form)
     # Forms with more literal text first: a typed marker (string="true") must win over a bare one.
@@ -473,16 +482,14 @@ def _match_form(
     except Undecodable:
         value = raw_value
         if quotes[0]:
-            try:
+            with contextlib.suppress(Undecodable):
                 value = decode_notation(raw_value, *quotes)
-            except Undecodable:
-                pass
     if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
         value = raw_value[1:-1]  # quoted by the template but never escaped
     return i, key, value
 
 
-def _markers_after(parts: tuple, k: int) -> Markers:
+def _markers_after(parts: tuple[object, ...], k: int) -> Markers:
     """The markers right after part ``k``, up to the next key or value."""
     found = []
     for part in parts[k + 1 :]:
@@ -492,8 +499,8 @@ def _markers_after(parts: tuple, k: int) -> Markers:
     return tuple(found)
 
 
-def _markers_before(parts: tuple, k: int) -> Markers:
-    found = []
+def _markers_before(parts: tuple[object, ...], k: int) -> Markers:
+    found: list[Marker] = []
     for part in reversed(parts[:k]):
         if not isinstance(part, Marker):
             break

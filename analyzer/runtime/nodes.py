@@ -20,7 +20,7 @@ class NodeError(ValueError):
 
 def node_to_dict(node: Any) -> Any:
     if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        out: dict[str, Any] = {"kind": type(node).kind}  # type: ignore[attr-defined]
+        out: dict[str, Any] = {"kind": type(node).kind}  # type: ignore[attr-defined]  # each node class has a kind
         for item in dataclasses.fields(node):
             out[item.name] = node_to_dict(getattr(node, item.name))
         return out
@@ -76,7 +76,7 @@ def _node_conforms(value: Any, hint: Any) -> bool:
             return False
         if len(args) == 2 and args[1] is Ellipsis:
             return all(_node_conforms(item, args[0]) for item in value)
-        return len(args) == len(value) and all(_node_conforms(v, a) for v, a in zip(value, args))
+        return len(args) == len(value) and all(_node_conforms(v, a) for v, a in zip(value, args, strict=True))
     if hint is type(None):
         return value is None
     if hint is int:

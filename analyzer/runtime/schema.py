@@ -35,6 +35,8 @@ import math
 import re
 import reprlib
 import urllib.parse
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeGuard
 
 # How far checking goes before it refuses, rather than exhaust the stack or the clock. Containers in a
 # value may nest this deep (tool arguments never come close).
@@ -167,7 +169,7 @@ def _schema_count(count: object, one: str, many: str) -> str:
     return f"{_schema_show(count)} {one if count == 1 else many}"
 
 
-def _schema_is_number(value: object) -> bool:
+def _schema_is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -221,7 +223,7 @@ def _schema_key(value: object, room: int = _SCHEMA_MAX_VALUE_DEPTH + 1) -> objec
 def _schema_step(name: object) -> str | int:
     """A member name as a path step: JSON names are strings, but a Python caller may use other keys."""
     if type(name) is str or type(name) is int:
-        return name  # type: ignore[return-value]
+        return name
     return _schema_show(name)
 
 
@@ -268,10 +270,10 @@ def _schema_resolve(root: object, reference: object, anchors: dict[str, object])
     return node
 
 
-def _schema_subschemas(node: dict) -> list[tuple[tuple[object, ...], dict]]:
+def _schema_subschemas(node: dict[object, object]) -> list[tuple[tuple[object, ...], dict[object, object]]]:
     """The object subschemas directly inside ``node`` with their pointer tokens (boolean subschemas hold
     nothing to walk into)."""
-    found: list[tuple[tuple[object, ...], dict]] = []
+    found: list[tuple[tuple[object, ...], dict[object, object]]] = []
     for keyword, part in node.items():
         if keyword in _SCHEMA_ONE_SUBSCHEMA and isinstance(part, dict):
             found.append(((keyword,), part))
@@ -317,7 +319,7 @@ def _schema_find_problem(schema: object) -> str:
     anchors, twice = _schema_anchor_table(schema)
     if twice:
         return twice
-    surveyed: dict[int, tuple[dict, tuple[object, ...]]] = {}
+    surveyed: dict[int, tuple[dict[object, object], tuple[object, ...]]] = {}
     references: list[tuple[str, tuple[object, ...]]] = []
     problem = _schema_survey(schema, schema, (), surveyed, references)
     position = 0
@@ -345,10 +347,11 @@ def _schema_document_too_big(schema: object) -> str:
     pending: list[tuple[object, int]] = [(schema, 0)]
     while pending:
         node, depth = pending.pop()
+        members: Iterable[object]
         if isinstance(node, dict):
             members = node.values()
         elif isinstance(node, list):
-            members = node  # type: ignore[assignment]
+            members = node
         else:
             continue
         if depth >= _SCHEMA_MAX_DOCUMENT_DEPTH:
@@ -371,7 +374,7 @@ def _schema_survey(
     root: object,
     start: object,
     tokens: tuple[object, ...],
-    surveyed: dict[int, tuple[dict, tuple[object, ...]]],
+    surveyed: dict[int, tuple[dict[object, object], tuple[object, ...]]],
     references: list[tuple[str, tuple[object, ...]]],
 ) -> str:
     """Check the keywords of ``start`` and of every subschema inside it not surveyed yet; note each
@@ -408,10 +411,12 @@ def _schema_loop(root: object, anchors: dict[str, object]) -> str:
         if id(start) in state:
             continue
         state[id(start)] = 1
-        chain: list[tuple[dict, object, str]] = [(start, iter(_schema_in_place(start, root, anchors)), "")]
+        chain: list[tuple[dict[object, object], Iterator[tuple[str, object]], str]] = [
+            (start, iter(_schema_in_place(start, root, anchors)), "")
+        ]
         while chain:
             node, edges, _ = chain[-1]
-            edge = next(edges, None)  # type: ignore[call-overload]
+            edge = next(edges, None)
             if edge is None:
                 state[id(node)] = 2
                 chain.pop()
@@ -436,10 +441,10 @@ def _schema_loop(root: object, anchors: dict[str, object]) -> str:
     return ""
 
 
-def _schema_applied(root: object, anchors: dict[str, object]) -> list[dict]:
+def _schema_applied(root: object, anchors: dict[str, object]) -> list[dict[object, object]]:
     """The object subschemas that checking a value can reach from the root: through applicators and
     references, but not into ``$defs`` or ``definitions`` directly."""
-    found: list[dict] = []
+    found: list[dict[object, object]] = []
     seen: set[int] = set()
     pending = [root]
     while pending:
@@ -457,7 +462,7 @@ def _schema_applied(root: object, anchors: dict[str, object]) -> list[dict]:
     return found
 
 
-def _schema_in_place(node: dict, root: object, anchors: dict[str, object]) -> list[tuple[str, object]]:
+def _schema_in_place(node: dict[object, object], root: object, anchors: dict[str, object]) -> list[tuple[str, object]]:
     """The subschemas ``node`` applies to the very value it is applied to, each with the reference
     that leads there ("" when none does)."""
     found: list[tuple[str, object]] = []
@@ -502,9 +507,9 @@ def _schema_need_schema_map(part: object) -> str:
 
 def _schema_need_pattern_map(part: object) -> str:
     wrong = _schema_need_schema_map(part)
-    if wrong:
+    if wrong or not isinstance(part, dict):  # no schema map is anything but a dict
         return wrong
-    for pattern in part:  # type: ignore[union-attr]
+    for pattern in part:
         wrong = _schema_need_regex(pattern)
         if wrong:
             return f"must have regular expressions as names ({_schema_show(pattern)} {wrong})"
@@ -524,7 +529,7 @@ def _schema_need_bound(part: object) -> str:
 
 
 def _schema_need_positive(part: object) -> str:
-    return "" if _schema_is_number(part) and part > 0 else "must be a number greater than 0"  # type: ignore[operator]
+    return "" if _schema_is_number(part) and part > 0 else "must be a number greater than 0"
 
 
 def _schema_need_regex(part: object) -> str:
@@ -638,7 +643,7 @@ class _SchemaRun:
     violation that stops everything, and caches keyed by the identity of schema parts (which live as
     long as the call)."""
 
-    __slots__ = ("_anchors", "_keys", "_regexes", "_targets", "fatal", "root", "steps")
+    __slots__ = ("_anchors", "_choices", "_keys", "_regexes", "_targets", "fatal", "root", "steps")
 
     def __init__(self, root: object) -> None:
         self.root = root
@@ -648,6 +653,8 @@ class _SchemaRun:
         self._targets: dict[str, object] = {}
         self._regexes: dict[str, re.Pattern[str] | None] = {}
         self._keys: dict[int, tuple[object, object]] = {}
+        # apart from _keys: one list may be both a ``const`` and an ``enum``, with a different key for each
+        self._choices: dict[int, tuple[list[object], frozenset[object]]] = {}
 
     def target(self, reference: object) -> object:
         if not isinstance(reference, str):
@@ -676,12 +683,12 @@ class _SchemaRun:
             self._keys[id(constant)] = (constant, _schema_key(constant))
         return self._keys[id(constant)][1]
 
-    def choices(self, options: list) -> object:
+    def choices(self, options: list[object]) -> frozenset[object]:
         """The keys of an ``enum``'s options, as a set computed once per call: a long enum checked
         against many values costs one lookup per value."""
-        if id(options) not in self._keys:
-            self._keys[id(options)] = (options, frozenset(_schema_key(option) for option in options))
-        return self._keys[id(options)][1]
+        if id(options) not in self._choices:
+            self._choices[id(options)] = (options, frozenset(_schema_key(option) for option in options))
+        return self._choices[id(options)][1]
 
 
 def _schema_value_too_big(value: object) -> SchemaViolation | None:
@@ -691,10 +698,11 @@ def _schema_value_too_big(value: object) -> SchemaViolation | None:
     pending: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
     while pending:
         node, path = pending.pop()
+        members: Iterable[tuple[object, object]]
         if isinstance(node, dict):
             members = node.items()
         elif isinstance(node, list):
-            members = enumerate(node)  # type: ignore[assignment]
+            members = enumerate(node)
         else:
             continue
         if len(path) >= _SCHEMA_MAX_VALUE_DEPTH:
@@ -770,7 +778,16 @@ def _schema_valid(run: _SchemaRun, schema: object, value: object, path: tuple[st
 # Each check takes (run, the schema, the keyword's value, the value, path, nesting, found, quick).
 
 
-def _schema_check_type(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_type(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     names = [expected] if isinstance(expected, str) else expected
     if _schema_need_type(expected):
         return
@@ -782,12 +799,30 @@ def _schema_check_type(run, schema, expected, value, path, nesting, found, quick
     found.append(SchemaViolation(path, "type", f"{_schema_show(value)} is not of type {wanted}"))
 
 
-def _schema_check_enum(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_enum(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if isinstance(expected, list) and _schema_key(value) not in run.choices(expected):
         found.append(SchemaViolation(path, "enum", f"{_schema_show(value)} is not one of {_schema_show(expected)}"))
 
 
-def _schema_check_const(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_const(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if _schema_key(value) != run.key(expected):
         found.append(
             SchemaViolation(
@@ -796,7 +831,16 @@ def _schema_check_const(run, schema, expected, value, path, nesting, found, quic
         )
 
 
-def _schema_check_required(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_required(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(value, dict) or not isinstance(expected, list):
         return
     for name in expected:
@@ -806,7 +850,16 @@ def _schema_check_required(run, schema, expected, value, path, nesting, found, q
                 return
 
 
-def _schema_check_properties(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_properties(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(value, dict) or not isinstance(expected, dict):
         return
     for name, subschema in expected.items():
@@ -816,7 +869,16 @@ def _schema_check_properties(run, schema, expected, value, path, nesting, found,
                 return
 
 
-def _schema_check_pattern_properties(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_pattern_properties(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(value, dict) or not isinstance(expected, dict):
         return
     for pattern, subschema in expected.items():
@@ -830,7 +892,16 @@ def _schema_check_pattern_properties(run, schema, expected, value, path, nesting
                     return
 
 
-def _schema_check_additional_properties(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_additional_properties(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(value, dict):
         return
     named = schema.get("properties")
@@ -854,7 +925,16 @@ def _schema_check_additional_properties(run, schema, expected, value, path, nest
             return
 
 
-def _schema_check_property_names(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_property_names(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if isinstance(value, dict):
         for name in value:
             _schema_apply(run, expected, name, path, nesting + 1, found, quick)
@@ -863,7 +943,15 @@ def _schema_check_property_names(run, schema, expected, value, path, nesting, fo
 
 
 def _schema_size_limit(
-    value, container: type, expected, path, found, keyword: str, units: tuple[str, str], *, least: bool
+    value: object,
+    container: type[dict[Any, Any]] | type[list[Any]],
+    expected: object,
+    path: tuple[str | int, ...],
+    found: list[SchemaViolation],
+    keyword: str,
+    units: tuple[str, str],
+    *,
+    least: bool,
 ) -> None:
     """minProperties, maxProperties, minItems, maxItems: how many members or items ``value`` has."""
     if not isinstance(value, container) or not _schema_is_number(expected):
@@ -876,19 +964,47 @@ def _schema_size_limit(
         )
 
 
-def _schema_check_min_properties(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_min_properties(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     _schema_size_limit(value, dict, expected, path, found, "minProperties", ("property", "properties"), least=True)
 
 
-def _schema_check_max_properties(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_max_properties(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     _schema_size_limit(value, dict, expected, path, found, "maxProperties", ("property", "properties"), least=False)
 
 
-def _schema_check_items(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_items(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(value, list):
         return
     if isinstance(expected, list):  # draft 4 to 7: a schema per position, then additionalItems
-        for index, (subschema, item) in enumerate(zip(expected, value)):
+        # the items may be fewer or more than the schemas
+        for index, (subschema, item) in enumerate(zip(expected, value, strict=False)):
             _schema_apply(run, subschema, item, path + (index,), nesting + 1, found, quick)
             if _schema_stop(run, found, quick):
                 return
@@ -910,7 +1026,17 @@ def _schema_check_items(run, schema, expected, value, path, nesting, found, quic
     )
 
 
-def _schema_rest(run, keyword, subschema, value, start, path, nesting, found, quick) -> None:
+def _schema_rest(
+    run: _SchemaRun,
+    keyword: str,
+    subschema: object,
+    value: list[object],
+    start: int,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     """Apply ``subschema`` to the items from ``start`` on; ``false`` allows none, and says so once."""
     if len(value) <= start:
         return
@@ -925,20 +1051,39 @@ def _schema_rest(run, keyword, subschema, value, start, path, nesting, found, qu
             return
 
 
-def _schema_check_prefix_items(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_prefix_items(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if isinstance(value, list) and isinstance(expected, list):
-        for index, (subschema, item) in enumerate(zip(expected, value)):
+        # the items may be fewer or more than the schemas
+        for index, (subschema, item) in enumerate(zip(expected, value, strict=False)):
             _schema_apply(run, subschema, item, path + (index,), nesting + 1, found, quick)
             if _schema_stop(run, found, quick):
                 return
 
 
-def _schema_check_contains(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_contains(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(value, list):
         return
-    least = schema.get("minContains", 1)
-    least_given = "minContains" in schema and _schema_is_number(least)
-    least = least if least_given else 1
+    minimum = schema.get("minContains")
+    least_given = _schema_is_number(minimum)
+    least = minimum if _schema_is_number(minimum) else 1
     most = schema.get("maxContains")
     most = most if _schema_is_number(most) else None
     matching = 0
@@ -973,15 +1118,42 @@ def _schema_check_contains(run, schema, expected, value, path, nesting, found, q
         )
 
 
-def _schema_check_min_items(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_min_items(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     _schema_size_limit(value, list, expected, path, found, "minItems", ("item", "items"), least=True)
 
 
-def _schema_check_max_items(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_max_items(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     _schema_size_limit(value, list, expected, path, found, "maxItems", ("item", "items"), least=False)
 
 
-def _schema_check_unique_items(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_unique_items(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if expected is not True or not isinstance(value, list):
         return
     seen: set[object] = set()
@@ -999,7 +1171,16 @@ def _schema_check_unique_items(run, schema, expected, value, path, nesting, foun
         seen.add(key)
 
 
-def _schema_check_min_length(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_min_length(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if isinstance(value, str) and _schema_is_number(expected) and len(value) < expected:
         found.append(
             SchemaViolation(
@@ -1011,7 +1192,16 @@ def _schema_check_min_length(run, schema, expected, value, path, nesting, found,
         )
 
 
-def _schema_check_max_length(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_max_length(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if isinstance(value, str) and _schema_is_number(expected) and len(value) > expected:
         found.append(
             SchemaViolation(
@@ -1023,7 +1213,16 @@ def _schema_check_max_length(run, schema, expected, value, path, nesting, found,
         )
 
 
-def _schema_check_pattern(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_pattern(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if isinstance(value, str):
         regex = run.regex(expected)
         if regex is not None and not regex.search(value):
@@ -1034,7 +1233,16 @@ def _schema_check_pattern(run, schema, expected, value, path, nesting, found, qu
             )
 
 
-def _schema_check_minimum(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_minimum(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not (_schema_is_number(value) and _schema_is_number(expected)):
         return
     if schema.get("exclusiveMinimum") is True:  # draft 4: the minimum itself is excluded
@@ -1055,7 +1263,16 @@ def _schema_check_minimum(run, schema, expected, value, path, nesting, found, qu
         )
 
 
-def _schema_check_maximum(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_maximum(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not (_schema_is_number(value) and _schema_is_number(expected)):
         return
     if schema.get("exclusiveMaximum") is True:  # draft 4: the maximum itself is excluded
@@ -1076,7 +1293,16 @@ def _schema_check_maximum(run, schema, expected, value, path, nesting, found, qu
         )
 
 
-def _schema_check_exclusive_minimum(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_exclusive_minimum(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if _schema_is_number(value) and _schema_is_number(expected) and value <= expected:
         found.append(
             SchemaViolation(
@@ -1087,7 +1313,16 @@ def _schema_check_exclusive_minimum(run, schema, expected, value, path, nesting,
         )
 
 
-def _schema_check_exclusive_maximum(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_exclusive_maximum(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if _schema_is_number(value) and _schema_is_number(expected) and value >= expected:
         found.append(
             SchemaViolation(
@@ -1098,7 +1333,16 @@ def _schema_check_exclusive_maximum(run, schema, expected, value, path, nesting,
         )
 
 
-def _schema_check_multiple_of(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_multiple_of(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if (
         _schema_is_number(value)
         and _schema_is_number(expected)
@@ -1110,7 +1354,7 @@ def _schema_check_multiple_of(run, schema, expected, value, path, nesting, found
         )
 
 
-def _schema_is_multiple(value: float, step: float) -> bool:
+def _schema_is_multiple(value: int | float, step: int | float) -> bool:
     """Whether ``value`` is a whole number of ``step``s, decided as jsonschema decides: with a float
     step, the float quotient must be integral (so float error is tolerated only where the division
     happens to absorb it: 0.3 is not a multiple of 0.1 there, 4.0 is of 0.5); with an integer step,
@@ -1133,7 +1377,16 @@ def _schema_is_multiple(value: float, step: float) -> bool:
         return False
 
 
-def _schema_check_any_of(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_any_of(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(expected, list) or not expected:
         return
     if any(_schema_valid(run, subschema, value, path, nesting) for subschema in expected) or run.fatal is not None:
@@ -1143,7 +1396,16 @@ def _schema_check_any_of(run, schema, expected, value, path, nesting, found, qui
     )
 
 
-def _schema_check_one_of(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_one_of(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(expected, list) or not expected:
         return
     matching = 0
@@ -1165,7 +1427,16 @@ def _schema_check_one_of(run, schema, expected, value, path, nesting, found, qui
         )
 
 
-def _schema_check_all_of(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_all_of(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if isinstance(expected, list):
         for subschema in expected:
             _schema_apply(run, subschema, value, path, nesting + 1, found, quick)
@@ -1173,7 +1444,16 @@ def _schema_check_all_of(run, schema, expected, value, path, nesting, found, qui
                 return
 
 
-def _schema_check_not(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_not(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if _schema_valid(run, expected, value, path, nesting) and run.fatal is None:
         found.append(
             SchemaViolation(
@@ -1182,13 +1462,31 @@ def _schema_check_not(run, schema, expected, value, path, nesting, found, quick)
         )
 
 
-def _schema_check_if(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_if(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     branch = "then" if _schema_valid(run, expected, value, path, nesting) else "else"
     if branch in schema and run.fatal is None:
         _schema_apply(run, schema[branch], value, path, nesting + 1, found, quick)
 
 
-def _schema_check_dependent_required(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_dependent_required(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(value, dict) or not isinstance(expected, dict):
         return
     for name, needed in expected.items():
@@ -1206,7 +1504,16 @@ def _schema_check_dependent_required(run, schema, expected, value, path, nesting
                         return
 
 
-def _schema_check_dependent_schemas(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_dependent_schemas(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     if not isinstance(value, dict) or not isinstance(expected, dict):
         return
     for name, subschema in expected.items():
@@ -1216,7 +1523,16 @@ def _schema_check_dependent_schemas(run, schema, expected, value, path, nesting,
                 return
 
 
-def _schema_check_ref(run, schema, expected, value, path, nesting, found, quick) -> None:
+def _schema_check_ref(
+    run: _SchemaRun,
+    schema: dict[str, object],
+    expected: Any,
+    value: object,
+    path: tuple[str | int, ...],
+    nesting: int,
+    found: list[SchemaViolation],
+    quick: bool,
+) -> None:
     # Within one document (no $id below the root, which schema_problem refuses) a $dynamicRef resolves
     # as a $ref does, so both are followed the same way.
     target = run.target(expected)

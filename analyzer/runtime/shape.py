@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from .nodes import NodeError, node_from_dict, node_to_dict
 
@@ -139,7 +139,7 @@ class ArgValue:
     kind: ClassVar[str] = "argument_value"
 
 
-ArgPart = Union[Marker, ArgKey, ArgValue]
+ArgPart = Marker | ArgKey | ArgValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +189,7 @@ class JsonCallObject:
     layout: JsonCall
 
 
-Part = Union[Marker, Name, CallId, Index, JsonArgs, KeyValueArgs, JsonCallObject]
+Part = Marker | Name | CallId | Index | JsonArgs | KeyValueArgs | JsonCallObject
 
 
 # --------------------------------------------------------------------------- the shape
@@ -285,7 +285,7 @@ class OutputShape:
         """Every marker text, for preserved tokens and streaming hold-back."""
         found: list[str] = []
 
-        def add(parts: tuple) -> None:
+        def add(parts: tuple[object, ...]) -> None:
             for part in parts:
                 if isinstance(part, Marker) and part.text and part.text not in found:
                     found.append(part.text)
@@ -308,7 +308,7 @@ class OutputShape:
 
 _SHAPE_KINDS: dict[str, type] = {
     cls.kind: cls
-    for cls in (  # type: ignore[attr-defined]
+    for cls in (
         Marker,
         IdForm,
         Name,

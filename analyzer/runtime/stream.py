@@ -17,10 +17,10 @@ import re
 from typing import Any
 
 from .calls import ToolSchemas, generated_id
-from .match import NEED, CallMatch, CallMatcher, Mismatch, match_literal, skip_ws
+from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
 from .message import Delta, Message, ParseError, apply
 from .shape import Markers, Name, OutputShape
-from .values import INCOMPLETE, INVALID, finite, json_text, readable, value_end
+from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
 _FENCE = "```"
@@ -65,7 +65,7 @@ class Stream:
         self._call_start = 0
         self._calls = calls = shape.calls
         schemas = self.tools.schemas
-        self._memo: dict = {}  # how far values in the buffer were scanned; cleared when it is consumed
+        self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
         self._matcher = CallMatcher(calls.call, schemas, calls.followers, self._memo) if calls else None
         self._alt_matcher = (
             CallMatcher(calls.no_arguments, schemas, calls.followers, self._memo)
@@ -112,7 +112,7 @@ class Stream:
         """Text handed to us with lone surrogates (no UTF-8 holds them): each becomes U+FFFD, and
         where it was is reported, so that the message always encodes as UTF-8."""
         clean = readable(chunk)
-        for at, (old, new) in enumerate(zip(chunk, clean)):
+        for at, (old, new) in enumerate(zip(chunk, clean, strict=True)):  # one character for one
             if old != new:
                 self._surrogates.append(
                     ParseError(
@@ -268,7 +268,7 @@ class Stream:
         self._content_started = False
         self._state = _AFTER_REASONING
 
-    def _call_in_reasoning(self, close_at: int, final: bool):
+    def _call_in_reasoning(self, close_at: int, final: bool) -> int | _Need | None:
         """Where a complete call starts inside reasoning, before any close marker; NEED while a call
         that has started may still complete; None when there is none. Each place the trigger word
         stands is looked at once, and a call under way is matched again only once the text that
@@ -493,7 +493,7 @@ class Stream:
         m = self._answer_opener.search(buf, self._scan_from)
         return m.start() if m else None
 
-    def _fence(self, final: bool):
+    def _fence(self, final: bool) -> bool | _Need:
         """The buffer starts with a code fence: when a bare JSON call or an answer object follows it,
         drop the fence and read that (True); NEED while that cannot be told yet; else False."""
         buf = self._buf
@@ -524,7 +524,7 @@ class Stream:
             return NEED
         return False
 
-    def _close_fence(self, final: bool):
+    def _close_fence(self, final: bool) -> bool | _Need:
         """After a fenced call or answer: its closing fence, and the newline that ends its line; NEED
         while the text may still be one."""
         if not self._fenced:
@@ -548,7 +548,7 @@ class Stream:
     # ------------------------------------------------------------------ an answer object
 
     def _open_answer(self) -> None:
-        m = self._answer_opener.match(self._buf)  # type: ignore[union-attr]
+        m = self._answer_opener.match(self._buf)  # type: ignore[union-attr]  # called only once it matched
         assert m is not None
         self._answer_at = m.end()
         self._answer_closed = -1
@@ -659,10 +659,8 @@ class Stream:
             found = self._buf.find(text, max(self._call_start, self._scan_from))
             self._scan_from = max(self._call_start, len(self._buf) - len(text))
             return found != -1
-        return (
-            self._buf.rstrip().endswith(("}", "]", ")", '"'))
-            or (len(self._buf) - self._call_start > 0
-            and self._buf[-1:] in '}])"\n')
+        return self._buf.rstrip().endswith(("}", "]", ")", '"')) or (
+            len(self._buf) - self._call_start > 0 and self._buf[-1:] in '}])"\n'
         )
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
@@ -705,7 +703,7 @@ class Stream:
                 self._consume(step)
         self._state = _CONTENT
 
-    def _opens_call(self, buf: str, i: int, final: bool):
+    def _opens_call(self, buf: str, i: int, final: bool) -> bool | _Need:
         """Whether a call starts at ``i``, judged by its opening alone (its leading markers, a tool
         name, or a JSON object's first key), so that waiting for the next call costs nothing per chunk."""
         assert self._calls is not None
@@ -910,13 +908,13 @@ def _json_string_text(body: str) -> str:
     """The text of a JSON string's body; what does not decode is kept as written, and a surrogate
     without its pair becomes U+FFFD, so the message stays valid UTF-8."""
     try:
-        text = json.loads('"' + body + '"', strict=False)
+        text: str = json.loads('"' + body + '"', strict=False)
     except ValueError:
         text = body
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _match_closer(buf: str, literal: Markers, final: bool):
+def _match_closer(buf: str, literal: Markers, final: bool) -> Step:
     """A closing literal, or the part of it the output has before it ends: a model stops on the
     turn's end token, which templates sometimes write as part of the closer."""
     step = _loose_literal(buf, literal)
@@ -926,7 +924,7 @@ def _match_closer(buf: str, literal: Markers, final: bool):
     return step
 
 
-def _loose_literal(buf: str, literal: Markers):
+def _loose_literal(buf: str, literal: Markers) -> Step:
     """A closing literal at the start of ``buf`` with whitespace where the template wrote some, and
     also between two characters of a marker that are not both word characters (a newline inside
     ``]`` and three backquotes), never inside a word (``</tool_cal ls>`` is no closer)."""

@@ -25,7 +25,8 @@ _STRING_BODY = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S), "'": re.compil
 _NOTHING_TO_SEE = re.compile(r"[^\"'{}\[\]]*")
 _CLOSERS = {"{": "}", "[": "]"}
 
-Memo = dict  # start of a value -> how far scanning it got: strings an offset, containers (offset, stack)
+# start of a value -> how far scanning it got: strings an offset, containers (offset, stack)
+Memo = dict[int, int | tuple[int, tuple[str, ...]]]
 
 
 def value_end(text: str, start: int, memo: Memo | None = None) -> int:
@@ -50,7 +51,9 @@ def value_end(text: str, start: int, memo: Memo | None = None) -> int:
 def _string_end(text: str, start: int, memo: Memo | None) -> int:
     quote = text[start]
     resume = memo.get(start) if memo is not None else None
-    stop = _STRING_BODY[quote].match(text, resume if isinstance(resume, int) else start + 1).end()
+    body = _STRING_BODY[quote].match(text, resume if isinstance(resume, int) else start + 1)
+    assert body is not None  # the pattern matches the empty string
+    stop = body.end()
     if stop < len(text) and text[stop] == quote:
         return stop + 1
     if memo is not None:
@@ -62,7 +65,9 @@ def _container_end(text: str, start: int, memo: Memo | None) -> int:
     resume = memo.get(start) if memo is not None else None
     i, stack = (resume[0], list(resume[1])) if isinstance(resume, tuple) else (start + 1, [_CLOSERS[text[start]]])
     while True:
-        i = _NOTHING_TO_SEE.match(text, i).end()
+        nothing = _NOTHING_TO_SEE.match(text, i)
+        assert nothing is not None  # the pattern matches the empty string
+        i = nothing.end()
         if i >= len(text):
             break
         ch = text[i]
@@ -183,7 +188,7 @@ def json_text(value: Any) -> str:
     return text
 
 
-def finite(value: Any, path: tuple = ()) -> tuple[Any, list[tuple[tuple, str]]]:
+def finite(value: Any, path: tuple[str | int, ...] = ()) -> tuple[Any, list[tuple[tuple[str | int, ...], str]]]:
     """``value`` with every number JSON cannot hold (NaN, Infinity, 1e999) replaced by its text, and
     where each was: nothing the model wrote is lost, and the arguments stay strict JSON."""
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):

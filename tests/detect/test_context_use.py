@@ -7,7 +7,10 @@ from analyzer.detect.context import detect_context, own_variables
 from analyzer.render.conversation import Renderer
 from analyzer.sources import load_template
 
-CHAT = "{%- for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+CHAT = (
+    "{%- for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
 
 
 def _detect(tmp_template, source: str):

@@ -6,7 +6,10 @@ from analyzer.analysis import analyze
 from analyzer.detect.engines import detect_engine_agreement
 from analyzer.sources import load_template
 
-CHAT = "{%- for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+CHAT = (
+    "{%- for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
 LABELS = ["prompt with tools", "one call and its result", "two parallel calls"]
 
 

@@ -4,6 +4,7 @@ description places them, and the answer and call outputs compared."""
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from pathlib import Path
 
@@ -16,10 +17,13 @@ from analyzer.render.conversation import Renderer
 from analyzer.sources import load_template
 
 # A call written <fn=NAME>ARGS</fn>: its ">" also closes every tag of the tool list and every header.
-SHORT_MARKERS = """{%- if tools %}<tools>{% for t in tools %}<tool><name>{{ t.function.name }}</name></tool>{% endfor %}</tools>
+# (a line break inside a tag is whitespace the template does not write: long lines are broken there)
+SHORT_MARKERS = """{%- if tools %}<tools>{% for t in tools %}<tool><name>{{ t.function.name }}</name></tool>{% endfor
+%}</tools>
 {% endif -%}
 {%- for m in messages %}<|{{ m.role }}|>
-{%- if m.role == 'assistant' and m.tool_calls %}{% for c in m.tool_calls %}<fn={{ c.function.name }}>{{ c.function.arguments | tojson }}</fn>{% endfor %}
+{%- if m.role == 'assistant' and m.tool_calls %}{% for c in m.tool_calls %}<fn={{ c.function.name }}>{{
+c.function.arguments | tojson }}</fn>{% endfor %}
 {%- elif m.role == 'tool' %}<result>{{ m.content }}</result>
 {%- else %}{{ m.content }}{% endif %}<|end|>
 {% endfor -%}
@@ -53,14 +57,14 @@ def test_a_short_marker_is_labelled_only_where_the_pattern_puts_it(tmp_template)
         ("<|assistant|>", "generation prompt"),
     }
     # every mark is where the conversation holds its text, and none overlap
-    assert all(a.end <= b.start for a, b in zip(sample.marks, sample.marks[1:]))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(sample.marks))
 
 
 def test_the_outputs_differ_by_what_a_call_adds(tmp_template) -> None:
     sample = _sample(load_template(str(tmp_template(SHORT_MARKERS))))
     assert sample.answer.startswith("It is sunny in Paris.")
     assert sample.call.startswith(f"<fn={TOOL_NAME}>")
-    assert [sample.call[s:e] for s, e in sample.call_changes][0].startswith(f"<fn={TOOL_NAME}>")
+    assert next(sample.call[s:e] for s, e in sample.call_changes).startswith(f"<fn={TOOL_NAME}>")
 
 
 def test_differences_compare_markers_whole() -> None:

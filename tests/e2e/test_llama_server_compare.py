@@ -406,7 +406,8 @@ def compare_prompts(family: Family) -> str:
         theirs = json.loads(response.read().decode("utf-8"))["prompt"]
     if ours == theirs:
         return "same"
-    at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+    # the prompts may differ in length: compared as far as both go
+    at = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), min(len(ours), len(theirs)))
     return (
         f"differ from character {at}: ours {_short(ours[max(0, at - 10) : at + 30])!r}, "
         f"llama-server's {_short(theirs[max(0, at - 10) : at + 30])!r}"

@@ -2,8 +2,8 @@
 of their own get calls through the raw /completion endpoint, constrained by our grammar and read back
 by our parser (issue: tool calling for templates that have no native tool support).
 
-The same llama-server binary (tests/e2e/conftest.py) and kind of tiny random model as the export tests; the template's turn-end words
-are the model's special tokens."""
+The same llama-server binary (tests/e2e/conftest.py) and kind of tiny random model as the export tests;
+the template's turn-end words are the model's special tokens."""
 
 from __future__ import annotations
 

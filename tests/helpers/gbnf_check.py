@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import ClassVar
 
 import llguidance
 from llguidance.gbnf_to_lark import gbnf_to_lark
@@ -27,7 +28,7 @@ class _ByteTokenizer:
     tokens = [bytes([b]) for b in range(256)] + [b"<end>"]
     eos_token_id = _END
     bos_token_id = None
-    special_token_ids = [_END]
+    special_token_ids: ClassVar[list[int]] = [_END]
 
     def __call__(self, text: str | bytes) -> list[int]:
         return list(text.encode() if isinstance(text, str) else text)

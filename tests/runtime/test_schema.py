@@ -755,6 +755,15 @@ def test_violation_is_a_frozen_value() -> None:
     assert not hasattr(violation, "__dict__")
 
 
+def test_one_list_as_both_const_and_enum() -> None:
+    # A Python caller may share one list between keywords; each keyword must judge by its own meaning,
+    # whichever comes first (the const and the enum options were once cached under one key).
+    shared = [1, 2]
+    for schema in ({"const": shared, "enum": shared}, {"enum": shared, "const": shared}):
+        assert [v.keyword for v in validate(schema, [1, 2])] == ["enum"]
+        assert [v.keyword for v in validate(schema, 1)] == ["const"]
+
+
 # --------------------------------------------------------------------------- 4. schema_problem
 
 BAD_SCHEMAS = [

@@ -92,7 +92,9 @@ def spell_conversation(
         elif role == "assistant":
             written = message.get("tool_calls") or []
             calls = [_call(call, number) for call in written]
-            written_calls = [(name, arguments_value(call["function"])) for (_, name), call in zip(calls, written)]
+            written_calls = [
+                (name, arguments_value(call["function"])) for (_, name), call in zip(calls, written, strict=True)
+            ]
             turns.append({"role": "assistant", "content": _reply(message, written_calls, fmt)})
         else:
             turns.append({"role": role, "content": _text(message.get("content"))})

@@ -15,12 +15,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.choices import PROMPTED_STYLES
 from analyzer.errors import InputError
 from analyzer.lower import calls_shape, output_shape
 from analyzer.runtime.shape import JsonCall, JsonCallObject, Marker, OutputShape, ReasoningShape, Trigger
 from analyzer.tools import Tool, chosen_tools, declared_tools
 
-STYLES = ("json", "fenced")
+STYLES = PROMPTED_STYLES
 TOOL_KEY, ARGUMENTS_KEY, ANSWER_KEY = "tool", "arguments", "answer"
 FENCE_OPEN, FENCE_CLOSE = "```tool_call", "```"
 RESULTS_HEADER = "Tool results:"
@@ -197,6 +198,8 @@ def example_value(schema: Any) -> Any:
         return example_arguments(schema)
     if kind == "array":
         return [example_value(schema.get("items"))]
+    if not isinstance(kind, str):  # absent, or not a type name (an untrusted schema may hold anything)
+        return "text"
     return {"string": "text", "integer": 1, "number": 1.5, "boolean": True, "null": None}.get(kind, "text")
 
 
