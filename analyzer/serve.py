@@ -129,7 +129,12 @@ class _Service:
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         timeout = httpx.Timeout(self.config.timeout)
-        async with httpx.AsyncClient(timeout=timeout) as client:
+        # No keep-alive upstream: llama-server gives each open connection one of its few HTTP threads
+        # (by default its slots + 2) until the connection closes, so connections kept open by a busy
+        # pool starve every request beyond them. Closed after each reply, the extra requests wait in
+        # its accept queue and are served in turn.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
             self._client = client
             yield
         self._client = None

@@ -99,12 +99,17 @@ async def _stand_in(port: int) -> None:
 # --------------------------------------------------------------------------- the load
 
 
-async def _load(url: str, body: dict[str, Any], clients: int, seconds: float) -> tuple[list[float], int]:
+async def _load(
+    url: str, body: dict[str, Any], clients: int, seconds: float, *, direct: bool = False
+) -> tuple[list[float], int]:
     """``clients`` loops posting ``body`` for ``seconds``; each request's latency, and the errors."""
     latencies: list[float] = []
     errors = 0
     deadline = time.perf_counter() + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    # Upstream as serve reaches it: a connection per request (llama-server gives each open connection
+    # one of its few HTTP threads, so kept-alive connections would starve the other clients).
+    keep = 0 if direct else clients
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=keep)
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
 
         async def one_client() -> None:
@@ -234,7 +239,7 @@ def main() -> None:
         )
         upstream_result = _summary(
             "upstream /completion direct",
-            *asyncio.run(_load(upstream + "/completion", direct, args.clients, args.seconds)),
+            *asyncio.run(_load(upstream + "/completion", direct, args.clients, args.seconds, direct=True)),
             args.seconds,
         )
         serve_result = _summary(
