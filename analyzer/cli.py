@@ -20,7 +20,7 @@ import click
 
 from analyzer import __version__
 from analyzer.choices import DEFAULT_ENGINE, DEFAULT_N_PREDICT, ENGINE_NAMES, PROMPTED_STYLES, TOOL_FORMATS
-from analyzer.errors import AnalyzerError, ConversationError, InputError, ReplyCut
+from analyzer.errors import AnalyzerError, ConversationError, InputError, MissingDependency, ReplyCut
 
 if TYPE_CHECKING:
     from analyzer.description import FormatDescription
@@ -409,8 +409,9 @@ def export(
 ) -> None:
     """A llama-server /completion request for a conversation: prompt, grammar, triggers, stops.
 
-    Exit codes with --send: 3 no server answered, 4 the server returned an HTTP error, 5 the reply was
-    cut at --n-predict (the completion is still printed)."""
+    Exit codes with --send: 3 no server answered (or not in time), 4 the server returned an HTTP error
+    or a reply that is not llama-server's (not JSON, cut short), 5 the reply was cut at --n-predict
+    (the completion is still printed)."""
     from analyzer.llama_server import ChatRequest, prepare, send, stream_chunks
 
     if stream and url is None:
@@ -438,13 +439,65 @@ def export(
         finish = None
         for chunk in stream_chunks(url, completion):
             click.echo(json.dumps(chunk, ensure_ascii=False))
-            finish = chunk["choices"][0]["finish_reason"] or finish
+            for choice in chunk["choices"]:
+                finish = choice["finish_reason"] or finish
     else:
         reply = send(url, completion)
         click.echo(json.dumps(reply, ensure_ascii=False, indent=2))
         finish = reply["choices"][0]["finish_reason"]
     if finish == "length":
         raise ReplyCut(f"{url}: the reply was cut at n_predict={n_predict}")
+
+
+@cli.command()
+@click.argument("template")
+@click.option("--upstream", required=True, help="The llama-server to generate with, e.g. http://127.0.0.1:8080.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port (0: any free one).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds allowed to connect to the upstream, and between two parts of its reply.",
+)
+@click.option(
+    "--tool-format",
+    type=click.Choice(TOOL_FORMATS),
+    default="auto",
+    show_default=True,
+    help="As for export: the template's own call format, or the prompted json/fenced format.",
+)
+@click.option(
+    "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
+)
+@engine_option
+@variant_option
+def serve(
+    template: str,
+    upstream: str,
+    host: str,
+    port: int,
+    timeout: float,
+    tool_format: str,
+    log_level: str,
+    engine: str,
+    variant: str | None,
+) -> None:
+    """An OpenAI-compatible /v1/chat/completions for TEMPLATE in front of a llama-server: our prompt,
+    grammar and parser on its /completion endpoint."""
+    try:
+        from analyzer import serve as serve_lib
+    except ImportError as exc:
+        raise MissingDependency(
+            f"serve needs {exc.name or 'its web packages'}: pip install 'template-analyzer[serve]'"
+        ) from None
+    from analyzer.llama_server import server_url
+
+    base = server_url(upstream)
+    loaded, description = _analysed(template, variant, engine)
+    config = serve_lib.ServeConfig(loaded, description, base, engine=engine, tool_format=tool_format, timeout=timeout)
+    serve_lib.run(config, host, port, log_level=log_level, announce=lambda line: click.echo(line, err=True))
 
 
 @cli.command("prompted")

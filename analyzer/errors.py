@@ -98,14 +98,38 @@ class NoPlaceForTools(AnalyzerError):
     """The template writes the prompted format's tool text in neither a system turn nor a user turn."""
 
 
+class RequestError(InputError):
+    """A chat request (OpenAI's shape) that cannot be served; ``param`` names the field at fault."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 class ServerUnreachable(AnalyzerError):
     """No llama-server answered at the URL (refused connection, unknown host, timeout)."""
 
     exit_code = 3
 
 
+class ServerTimeout(ServerUnreachable):
+    """The server took longer than the time allowed to connect or to send the next part of its reply."""
+
+
 class ServerRefused(AnalyzerError):
-    """The server answered with an HTTP error; the message carries llama-server's own text."""
+    """The server answered with an HTTP error; the message carries llama-server's own text, ``status``
+    its HTTP status."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ServerReplyError(AnalyzerError):
+    """The server answered, but not as llama-server does: a body that is not its JSON, a reply without
+    text, a connection closed mid-body, a stream that ends before its last event."""
 
     exit_code = 4
 

@@ -18,9 +18,11 @@ import http.client
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,7 @@ from analyzer.backends.parser import Parser
 from analyzer.backends.prompted import prompted
 from analyzer.choices import DEFAULT_N_PREDICT, TOOL_FORMATS
 from analyzer.description import FormatDescription
-from analyzer.errors import InputError, ServerRefused, ServerUnreachable
+from analyzer.errors import InputError, ServerRefused, ServerReplyError, ServerTimeout, ServerUnreachable
 from analyzer.lower import lower
 from analyzer.render.conversation import Renderer, check_conversation
 from analyzer.render.engines import DEFAULT_BOS
@@ -50,6 +52,12 @@ class ChatRequest:
     n_predict: int = DEFAULT_N_PREDICT
     thinking: bool | None = None
     tool_format: str = "auto"
+    # the client's stop strings, added to the format's own
+    stop: tuple[str, ...] = ()
+    # /completion fields passed as they are (temperature, top_p, seed, logit_bias)
+    sampling: dict[str, Any] = field(default_factory=dict)
+    # template variables besides enable_thinking (OpenAI's chat_template_kwargs)
+    template_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,9 @@ def prepare(
     if tool_format != "native":
         if not request.tools:
             raise InputError(f"the prompted {tool_format} format needs tools")
+        if request.template_kwargs:
+            names = ", ".join(sorted(request.template_kwargs))
+            raise InputError(f"template variables ({names}) cannot be set with the prompted {tool_format} format")
         setup = prompted(
             template,
             description,
@@ -92,11 +103,8 @@ def prepare(
             thinking=request.thinking,
             engine=engine,
         )
-        body = {
-            "prompt": server_prompt(template, setup.prompt.text),
-            "n_predict": request.n_predict,
-            **llama_server_fields(setup.grammar, preserved_tokens(setup.shape), setup.shape.stops),
-        }
+        fields = llama_server_fields(setup.grammar, preserved_tokens(setup.shape), setup.shape.stops)
+        body = _body(request, server_prompt(template, setup.prompt.text), fields)
         return Completion(body, setup.parser, tool_format, notes)
     renderer = Renderer.for_template(template, description, engine=engine)
     rendered = renderer.render(
@@ -104,6 +112,7 @@ def prepare(
         tools=request.tools or None,
         generation_prompt=True,
         thinking=request.thinking,
+        extra=request.template_kwargs or None,
     )
     shape = lower(description)
     grammar = (
@@ -113,12 +122,17 @@ def prepare(
         if request.tools
         else None
     )
-    body = {
-        "prompt": server_prompt(template, rendered),
-        "n_predict": request.n_predict,
-        **llama_server_fields(grammar, preserved_tokens(shape), shape.stops),
-    }
+    body = _body(
+        request, server_prompt(template, rendered), llama_server_fields(grammar, preserved_tokens(shape), shape.stops)
+    )
     return Completion(body, Parser(shape, request.tools, thinking=request.thinking), "native", notes)
+
+
+def _body(request: ChatRequest, prompt: str, fields: dict[str, Any]) -> dict[str, Any]:
+    body = {**request.sampling, "prompt": prompt, "n_predict": request.n_predict, **fields}
+    if request.stop:
+        body["stop"] = list(dict.fromkeys([*body.get("stop", []), *request.stop]))
+    return body
 
 
 def server_prompt(template: Template, rendered: str) -> str:
@@ -136,32 +150,71 @@ def server_prompt(template: Template, rendered: str) -> str:
 # --------------------------------------------------------------------------- the reply
 
 
-def completion_url(url: str) -> str:
-    url = url.rstrip("/")
-    return url if url.endswith("/completion") else url + "/completion"
-
-
-def _post(url: str, body: dict[str, Any], timeout: float) -> http.client.HTTPResponse:
-    request = urllib.request.Request(
-        completion_url(url), data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
+def server_url(url: str) -> str:
+    """The server's base URL (``http(s)://HOST[:PORT][/PATH]``, a trailing ``/completion`` taken off);
+    anything else is the user's mistake."""
+    parts = urllib.parse.urlsplit(url.strip())
     try:
-        response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=timeout)  # an http(s) URL
-        return response
-    except urllib.error.HTTPError as exc:
-        raise ServerRefused(f"{completion_url(url)}: HTTP {exc.code}: {_server_message(exc)}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ServerUnreachable(f"{completion_url(url)}: no llama-server answered: {reason}") from None
+        _ = parts.port  # a port that is not a number raises here
+    except ValueError:
+        raise InputError(f"{url}: the port is not a number from 0 to 65535") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f"{url}: not a server URL (expected http://HOST:PORT)")
+    path = parts.path.rstrip("/")
+    path = path.removesuffix("/completion")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def _server_message(exc: urllib.error.HTTPError) -> str:
-    text = exc.read().decode("utf-8", "replace")
+def completion_url(url: str) -> str:
+    return server_url(url) + "/completion"
+
+
+def error_text(data: bytes, fallback: str = "") -> str:
+    """The message of an error body llama-server (or any OpenAI-style server) sends, else its text."""
+    text = data.decode("utf-8", "replace").strip()
     try:
         error = json.loads(text).get("error", {})
-        return str(error.get("message", text)) if isinstance(error, dict) else str(error)
     except (json.JSONDecodeError, AttributeError):
-        return text.strip() or exc.reason
+        return glimpse(text) or fallback
+    return _error_message(error)
+
+
+def _error_message(error: object) -> str:
+    if isinstance(error, dict):
+        return str(error.get("message", json.dumps(error)))
+    return str(error)
+
+
+def glimpse(text: str | bytes, size: int = 80) -> str:
+    """The start of a body on one line, for an error message."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return text if len(text) <= size else text[: size - 3] + "..."
+
+
+def read_reply(where: str, data: bytes) -> dict[str, Any]:
+    """llama-server's /completion reply (streaming off) from the body's bytes."""
+    try:
+        reply = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ServerReplyError(f"{where}: the reply is not JSON: {glimpse(data) or 'an empty body'}") from None
+    reply = _checked(where, reply)
+    if "content" not in reply:
+        raise ServerReplyError(f"{where}: the reply has no content: {glimpse(json.dumps(reply))}")
+    return reply
+
+
+def _checked(where: str, reply: object) -> dict[str, Any]:
+    """A reply or streamed event that is an object with text content; an error it carries is raised."""
+    if not isinstance(reply, dict):
+        raise ServerReplyError(f"{where}: the reply is not a JSON object: {glimpse(json.dumps(reply))}")
+    if "error" in reply:
+        raise ServerRefused(f"{where}: {_error_message(reply['error'])}")
+    content = reply.get("content", "")
+    if not isinstance(content, str):
+        raise ServerReplyError(f"{where}: the reply's content is {json.dumps(content)[:40]}, not text")
+    return reply
 
 
 def _finish_reason(reply: dict[str, Any], message: Message) -> str:
@@ -171,69 +224,191 @@ def _finish_reason(reply: dict[str, Any], message: Message) -> str:
 
 
 def _usage(reply: dict[str, Any]) -> dict[str, int]:
-    prompt = int(reply.get("tokens_evaluated") or 0)
-    completion = int(reply.get("tokens_predicted") or 0)
+    prompt = _count(reply.get("tokens_evaluated"))
+    completion = _count(reply.get("tokens_predicted"))
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def _envelope(kind: str, completion_id: str, model: str) -> dict[str, Any]:
-    return {"id": completion_id, "object": kind, "created": int(time.time()), "model": model}
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def chat_completion(completion: Completion, reply: dict[str, Any], *, model: str = "") -> dict[str, Any]:
+    """The OpenAI ``chat.completion`` our parser makes of a /completion reply (see ``read_reply``)."""
+    message = completion.parser.parse(reply["content"])
+    return {
+        "id": "chatcmpl-" + uuid.uuid4().hex,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model or str(reply.get("model", "")),
+        "choices": [{"index": 0, "message": message.to_dict(), "finish_reason": _finish_reason(reply, message)}],
+        "usage": _usage(reply),
+    }
+
+
+class ChunkStream:
+    """llama-server's streamed /completion reply, read line by line, made into OpenAI
+    ``chat.completion.chunk`` objects: what each ``line`` gives (content, reasoning and call deltas as
+    the parser finds them), then ``closing`` (the last deltas, the finish reason, and the usage if
+    asked for). ``ended`` turns true at the server's last event; a stream that stops before it is
+    cut, and ``closing`` says so.
+
+    As OpenAI's streams do, the first chunk names the role, with ``content`` null when the reply
+    starts with something else (a call): folded together as a client does, the chunks give the
+    message ``chat_completion`` gives. Parse errors, not part of OpenAI's shape, come as one
+    ``errors`` list on the last chunk: clients fold a list given once, not a list that grows."""
+
+    def __init__(self, where: str, completion: Completion, *, model: str = "", include_usage: bool = False) -> None:
+        self.where = where
+        self.id = "chatcmpl-" + uuid.uuid4().hex
+        self.created = int(time.time())
+        self.model = model
+        self.include_usage = include_usage
+        self.session = completion.parser.stream()
+        self.last: dict[str, Any] = {}
+        self.ended = False
+        self._opened = False
+        self._errors: list[dict[str, Any]] = []
+
+    def line(self, text: str) -> list[dict[str, Any]]:
+        """The chunks one line of the server's event stream gives (none for a blank or comment line)."""
+        text = text.strip()
+        if self.ended or not text.startswith("data:"):
+            return []
+        payload = text[len("data:") :].strip()
+        if payload == "[DONE]":
+            self.ended = True
+            return []
+        try:
+            event = _checked(self.where, json.loads(payload))
+        except json.JSONDecodeError:
+            raise ServerReplyError(f"{self.where}: a streamed event is not JSON: {glimpse(payload)}") from None
+        self.last = event
+        self.ended = event.get("stop") is True
+        return self._deltas(self.session.feed(event.get("content") or ""))
+
+    def closing(self) -> list[dict[str, Any]]:
+        if not self.ended:
+            raise ServerReplyError(f"{self.where}: the stream ended before the server's last event: the reply is cut")
+        chunks = self._deltas(self.session.finish())
+        final: dict[str, Any] = {} if self._opened else {"role": "assistant", "content": ""}
+        if self._errors:
+            final["errors"] = self._errors
+        chunks.append(self._chunk(final, finish_reason=_finish_reason(self.last, self.session.message)))
+        if self.include_usage:
+            usage = self._chunk({})
+            usage["choices"] = []
+            usage["usage"] = _usage(self.last)
+            chunks.append(usage)
+        return chunks
+
+    def _deltas(self, deltas: list[Delta]) -> list[dict[str, Any]]:
+        chunks = []
+        for delta in deltas:
+            fields = delta.to_dict()
+            if "error" in fields:
+                self._errors.append(fields.pop("error"))
+                if not fields:
+                    continue
+            if not self._opened:
+                self._opened = True
+                fields = {"role": "assistant", "content": None, **fields}
+            chunks.append(self._chunk(fields))
+        return chunks
+
+    def _chunk(self, delta: dict[str, Any], *, finish_reason: str | None = None) -> dict[str, Any]:
+        chunk: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model or str(self.last.get("model", "")),
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+        if self.include_usage:
+            chunk["usage"] = None  # OpenAI's shape: every chunk has it, null until the last
+        return chunk
+
+
+# --------------------------------------------------------------------------- a blocking client (the CLI's)
+
+
+def _post(url: str, body: dict[str, Any], timeout: float) -> http.client.HTTPResponse:
+    target = completion_url(url)
+    request = urllib.request.Request(
+        target, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        raise ServerRefused(
+            f"{target}: HTTP {exc.code}: {error_text(exc.read(), str(exc.reason))}", status=exc.code
+        ) from None
+    except TimeoutError:
+        raise ServerTimeout(f"{target}: no answer within {timeout:g} s") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            raise ServerTimeout(f"{target}: no answer within {timeout:g} s") from None
+        raise ServerUnreachable(f"{target}: no llama-server answered: {reason}") from None
+    except http.client.HTTPException as exc:
+        raise ServerReplyError(f"{target}: the answer is not HTTP: {type(exc).__name__} {exc}".strip()) from None
+    return response
+
+
+@contextmanager
+def _reading(target: str, timeout: float) -> Iterator[None]:
+    """What can go wrong while a reply's body arrives, as the errors the command line reports."""
+    try:
+        yield
+    except http.client.IncompleteRead as exc:
+        raise ServerReplyError(
+            f"{target}: the connection closed after {len(exc.partial)} bytes, before the reply's end"
+        ) from None
+    except TimeoutError:
+        raise ServerTimeout(f"{target}: the reply stalled for more than {timeout:g} s") from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise ServerReplyError(f"{target}: the reply broke off: {exc or type(exc).__name__}") from None
 
 
 def send(url: str, completion: Completion, *, timeout: float = 600.0) -> dict[str, Any]:
     """Post the request and return the OpenAI ``chat.completion`` our parser makes of the reply."""
-    with _post(url, {**completion.body, "stream": False}, timeout) as response:
-        reply = json.loads(response.read().decode("utf-8"))
-    message = completion.parser.parse(reply.get("content", ""))
-    result = _envelope("chat.completion", "chatcmpl-" + uuid.uuid4().hex, str(reply.get("model", "")))
-    result["choices"] = [{"index": 0, "message": message.to_dict(), "finish_reason": _finish_reason(reply, message)}]
-    result["usage"] = _usage(reply)
-    return result
+    target = completion_url(url)
+    with _post(url, {**completion.body, "stream": False}, timeout) as response, _reading(target, timeout):
+        data = response.read()
+    return chat_completion(completion, read_reply(target, data))
 
 
-def stream_chunks(url: str, completion: Completion, *, timeout: float = 600.0) -> Iterator[dict[str, Any]]:
+def stream_chunks(
+    url: str, completion: Completion, *, timeout: float = 600.0, include_usage: bool = True
+) -> Iterator[dict[str, Any]]:
     """Post the request with streaming on and yield OpenAI ``chat.completion.chunk`` objects as the
-    server's tokens arrive; the last chunk carries the finish reason and the usage."""
-    completion_id = "chatcmpl-" + uuid.uuid4().hex
-    session = completion.parser.stream()
-    last: dict[str, Any] = {}
-    with _post(url, {**completion.body, "stream": True}, timeout) as response:
+    server's tokens arrive: the deltas (the first naming the role), the finish reason, then
+    (``include_usage``) the usage."""
+    target = completion_url(url)
+    chunks = ChunkStream(target, completion, include_usage=include_usage)
+    with _post(url, {**completion.body, "stream": True}, timeout) as response, _reading(target, timeout):
         for raw in response:
-            line = raw.decode("utf-8").strip()
-            if not line.startswith("data:"):
-                continue
-            payload = line[len("data:") :].strip()
-            if payload == "[DONE]":
+            yield from chunks.line(raw.decode("utf-8", "replace"))
+            if chunks.ended:
                 break
-            event = json.loads(payload)
-            if "error" in event:
-                raise ServerRefused(f"{completion_url(url)}: {event['error'].get('message', event['error'])}")
-            last = event
-            for delta in session.feed(event.get("content", "")):
-                yield _chunk(completion_id, last, delta)
-    for delta in session.finish():
-        yield _chunk(completion_id, last, delta)
-    final = _envelope("chat.completion.chunk", completion_id, str(last.get("model", "")))
-    final["choices"] = [{"index": 0, "delta": {}, "finish_reason": _finish_reason(last, session.message)}]
-    final["usage"] = _usage(last)
-    yield final
-
-
-def _chunk(completion_id: str, event: dict[str, Any], delta: Delta) -> dict[str, Any]:
-    chunk = _envelope("chat.completion.chunk", completion_id, str(event.get("model", "")))
-    chunk["choices"] = [{"index": 0, "delta": delta.to_dict(), "finish_reason": None}]
-    return chunk
+    yield from chunks.closing()
 
 
 __all__ = [
     "DEFAULT_N_PREDICT",
     "TOOL_FORMATS",
     "ChatRequest",
+    "ChunkStream",
     "Completion",
+    "chat_completion",
     "completion_url",
+    "error_text",
+    "glimpse",
     "prepare",
+    "read_reply",
     "send",
     "server_prompt",
+    "server_url",
     "stream_chunks",
     "tool_format_for",
 ]

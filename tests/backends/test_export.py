@@ -10,11 +10,13 @@ import json
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
 from helpers.cli import run
 from helpers.stand_in import serving, url
 
 from analyzer.analysis import analyze
 from analyzer.backends.parser import Delta, Message, apply
+from analyzer.errors import ServerTimeout
 from analyzer.llama_server import ChatRequest, prepare, send, stream_chunks
 from analyzer.render.conversation import Renderer
 from analyzer.render.engines import compile_template
@@ -159,8 +161,9 @@ def test_streaming_gives_the_batch_message(corpus_dir: Path, stand_in: Threading
     stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
     chunks = list(stream_chunks(url(stand_in), prepared))
     assert stand_in.requests[0][1]["stream"] is True  # type: ignore[attr-defined]
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": "L"}
     folded = Message()
-    for chunk in chunks[:-1]:
+    for chunk in chunks[:-2]:
         delta = chunk["choices"][0]["delta"]
         call = (delta.get("tool_calls") or [{}])[0]
         apply(
@@ -178,7 +181,9 @@ def test_streaming_gives_the_batch_message(corpus_dir: Path, stand_in: Threading
     assert [(c.name, c.arguments, c.id) for c in folded.tool_calls] == [
         (c.name, c.arguments, c.id) for c in batch.tool_calls
     ]
-    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls" and chunks[-1]["usage"]["total_tokens"] == 26
+    assert chunks[-2]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 26
+    assert len({chunk["id"] for chunk in chunks}) == 1
 
 
 def _files(tmp_path: Path) -> list[str]:
@@ -216,3 +221,93 @@ def test_cli_rejects_bad_export_input(corpus_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(json.dumps({"role": "user"}))
     code, _, err = run(["export", template, "--messages", str(tmp_path / "bad.json")])
     assert code == 2 and "bad.json" in err and "must be a JSON list of objects" in err and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- --send against a misbehaving server
+
+
+def _raw(status: str, kind: str, body: bytes, *, length: int | None = None) -> bytes:
+    """A whole HTTP answer as bytes; ``length`` claims a Content-Length other than the body's."""
+    size = len(body) if length is None else length
+    head = f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
+    return head.encode() + body
+
+
+def _events(*events: object) -> bytes:
+    return b"".join(f"data: {json.dumps(event)}\n\n".encode() for event in events)
+
+
+def _send_cli(corpus_dir: Path, tmp_path: Path, target: str, *extra: str) -> tuple[int, str, str]:
+    template = str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")
+    return run(["export", template, *_files(tmp_path), "--send", target, *extra])
+
+
+def test_send_to_something_that_is_not_a_url(corpus_dir: Path, tmp_path: Path) -> None:
+    code, out, err = _send_cli(corpus_dir, tmp_path, "notaurl")
+    assert code == 2 and out == "" and err == "Error: notaurl: not a server URL (expected http://HOST:PORT)\n"
+    code, _, err = _send_cli(corpus_dir, tmp_path, "http://127.0.0.1:port")
+    assert code == 2 and "the port is not a number" in err and err.count("\n") == 1
+
+
+MISBEHAVING = {
+    "a 200 with an HTML page": (
+        _raw("200 OK", "text/html", b"<html><body>It works!</body></html>"),
+        (),
+        "the reply is not JSON: <html><body>It works!</body></html>",
+    ),
+    "a connection closed mid-body": (
+        _raw("200 OK", "application/json", b'{"content": "Sunny', length=400),
+        (),
+        "the connection closed after 18 bytes, before the reply's end",
+    ),
+    "content null": (
+        _raw("200 OK", "application/json", json.dumps({"content": None, "stop": True}).encode()),
+        (),
+        "the reply's content is null, not text",
+    ),
+    "a reply without content": (
+        _raw("200 OK", "application/json", b'{"status": "ok"}'),
+        (),
+        'the reply has no content: {"status": "ok"}',
+    ),
+    "a streamed error that is a string": (
+        _raw("200 OK", "text/event-stream", _events({"content": "Sun", "stop": False}, {"error": "slot gone"})),
+        ("--stream",),
+        "/completion: slot gone",
+    ),
+    "a stream cut before its last event": (
+        _raw(
+            "200 OK", "text/event-stream", _events({"content": "Sun", "stop": False}, {"content": "ny", "stop": False})
+        ),
+        ("--stream",),
+        "the stream ended before the server's last event: the reply is cut",
+    ),
+    "a streamed event that is not JSON": (
+        _raw("200 OK", "text/event-stream", b"data: {oops\n\n"),
+        ("--stream",),
+        "a streamed event is not JSON: {oops",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MISBEHAVING))
+def test_send_reports_a_misbehaving_server_in_one_line(
+    case: str, corpus_dir: Path, tmp_path: Path, stand_in: ThreadingHTTPServer
+) -> None:
+    answer, options, said = MISBEHAVING[case]
+    stand_in.raw = answer  # type: ignore[attr-defined]
+    code, out, err = _send_cli(corpus_dir, tmp_path, url(stand_in), *options)
+    assert code == 4, (code, err)
+    assert err.startswith("Error: http://127.0.0.1:") and err.endswith(said + "\n") and err.count("\n") == 1, err
+    if options:  # streamed: what arrived before the failure was printed, and no finish reason was claimed
+        assert all(json.loads(line)["choices"][0]["finish_reason"] is None for line in out.splitlines())
+    else:
+        assert out == ""
+
+
+def test_send_times_out_in_one_line(corpus_dir: Path, tmp_path: Path, stand_in: ThreadingHTTPServer) -> None:
+    template, description = _template(corpus_dir, "Qwen-Qwen2.5-7B-Instruct")
+    prepared = prepare(template, description, ChatRequest(ASKED, [WEATHER]))
+    stand_in.delay = 1.0  # type: ignore[attr-defined]
+    with pytest.raises(ServerTimeout, match=r"/completion: no answer within 0.2 s$"):
+        send(url(stand_in), prepared, timeout=0.2)

@@ -379,8 +379,8 @@ def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, 
         ]
     )
     chunks = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "Sunny."
-    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert code == 0 and "".join(c["delta"].get("content", "") for ch in chunks for c in ch["choices"]) == "Sunny."
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop" and chunks[-1]["usage"]["total_tokens"] == 26
 
 
 # --------------------------------------------------------------------------- properties

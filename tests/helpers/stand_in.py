@@ -1,16 +1,25 @@
 """A local stand-in for llama-server's /completion endpoint (the ``stand_in`` fixture of
 tests/backends/conftest.py): it answers in llama-server's reply shape, batch or streamed, from the
 script a test sets, and records every request. It checks our half of the protocol; it is not a
-llama-server, so it proves nothing about what a real server accepts."""
+llama-server, so it proves nothing about what a real server accepts.
+
+Besides the script, a test can make it misbehave: ``raw`` (bytes written as the whole answer, then
+the connection closed), ``delay`` (seconds before answering) and ``pace`` (seconds between streamed
+events, written one at a time; ``disconnected`` is set when the client has gone away)."""
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+MODEL = {"id": "stand-in", "object": "model", "created": 0, "owned_by": "llamacpp"}
 
 
 class _StandIn(BaseHTTPRequestHandler):
@@ -19,10 +28,45 @@ class _StandIn(BaseHTTPRequestHandler):
     def log_message(self, *_: Any) -> None:
         pass
 
+    def do_GET(self) -> None:
+        self.server.requests.append((self.path, None))  # type: ignore[attr-defined]
+        if self.path == "/v1/models":
+            self._send(200, "application/json", json.dumps({"object": "list", "data": [MODEL]}))
+        elif self.path == "/health":
+            self._send(200, "application/json", json.dumps({"status": "ok"}))
+        else:
+            self._send(404, "application/json", json.dumps({"error": {"code": 404, "message": "File Not Found"}}))
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append((self.path, body))  # type: ignore[attr-defined]
         status, content, stop_type = self.server.script  # type: ignore[attr-defined]
+        with self.server.lock:  # type: ignore[attr-defined]
+            self.server.in_flight += 1  # type: ignore[attr-defined]
+            self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)  # type: ignore[attr-defined]
+        try:
+            if self._client_left(self.server.delay):  # type: ignore[attr-defined]
+                self.server.disconnected.set()  # type: ignore[attr-defined]
+                return
+            self._answer(body, status, content, stop_type)
+        finally:
+            with self.server.lock:  # type: ignore[attr-defined]
+                self.server.in_flight -= 1  # type: ignore[attr-defined]
+
+    def _client_left(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less if the client closes its connection (it then reads as empty)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                return True
+        return False
+
+    def _answer(self, body: dict[str, Any], status: int, content: str, stop_type: str) -> None:
+        if self.server.raw is not None:  # type: ignore[attr-defined]
+            self.wfile.write(self.server.raw)  # type: ignore[attr-defined]
+            self.close_connection = True
+            return
         if status != 200:
             self._send(
                 status,
@@ -44,7 +88,20 @@ class _StandIn(BaseHTTPRequestHandler):
             self._send(200, "application/json", json.dumps({**final, "content": content}))
             return
         events = [{"content": ch, "stop": False} for ch in content] + [final]
-        self._send(200, "text/event-stream", "".join(f"data: {json.dumps(e)}\n\n" for e in events))
+        if not self.server.pace:  # type: ignore[attr-defined]
+            self._send(200, "text/event-stream", "".join(f"data: {json.dumps(e)}\n\n" for e in events))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        try:
+            for event in events:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+                time.sleep(self.server.pace)  # type: ignore[attr-defined]
+        except OSError:  # the client closed the connection: what a cancelled request looks like here
+            self.server.disconnected.set()  # type: ignore[attr-defined]
+        self.close_connection = True
 
     def _send(self, status: int, kind: str, text: str) -> None:
         data = text.encode()
@@ -52,7 +109,10 @@ class _StandIn(BaseHTTPRequestHandler):
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except OSError:  # the client stopped waiting (a test of its timeout)
+            self.server.disconnected.set()  # type: ignore[attr-defined]
 
 
 @contextmanager
@@ -61,6 +121,13 @@ def serving() -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
     server.requests = []  # type: ignore[attr-defined]
     server.script = (200, "", "eos")  # type: ignore[attr-defined]
+    server.raw = None  # type: ignore[attr-defined]
+    server.delay = 0.0  # type: ignore[attr-defined]
+    server.pace = 0.0  # type: ignore[attr-defined]
+    server.disconnected = threading.Event()  # type: ignore[attr-defined]
+    server.lock = threading.Lock()  # type: ignore[attr-defined]
+    server.in_flight = 0  # type: ignore[attr-defined]
+    server.most_in_flight = 0  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -1,0 +1,355 @@
+"""``template-analyzer serve``: an OpenAI-compatible chat endpoint in front of llama-server.
+
+The template is analysed once, at start-up. Each ``POST /v1/chat/completions`` is then read and
+checked (analyzer/chat_api.py), prepared as ``export`` prepares it (our prompt, grammar fields and
+parser: analyzer/llama_server.py), posted to the upstream's ``/completion``, and its reply read by
+our parser into OpenAI's objects, streamed as server-sent events or whole. ``GET /v1/models`` is the
+upstream's; ``GET /health`` says whether the upstream is ready.
+
+Errors are OpenAI error objects: 400 for a request we cannot serve (with the template's own message
+when it refuses the conversation), 502 when the upstream fails or answers what is not llama-server's
+reply, 504 when it does not answer in time. Once a stream has started its status is sent, so a
+failure after that is an error event, as OpenAI's own streams carry them. A client that goes away
+cancels its upstream request (the connection to llama-server is closed, which stops the generation).
+
+The app is starlette (ASGI) run by uvicorn, with one httpx client for the upstream; a request's state
+lives in its own handler call, so requests run concurrently and share nothing but the connection pool.
+Rendering and grammar building are CPU work: they run in a worker thread, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from analyzer.chat_api import ChatCall, read_chat_request
+from analyzer.description import FormatDescription
+from analyzer.errors import (
+    AnalyzerError,
+    InputError,
+    RequestError,
+    ServerRefused,
+    ServerReplyError,
+    ServerTimeout,
+    ServerUnreachable,
+)
+from analyzer.llama_server import ChunkStream, Completion, chat_completion, error_text, prepare, read_reply
+from analyzer.template import Template
+
+DEFAULT_TIMEOUT = 600.0
+log = logging.getLogger("template_analyzer.serve")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What every request is served with. ``upstream``: llama-server's base URL (see
+    ``llama_server.server_url``); ``timeout``: seconds allowed to connect to it, and between two
+    parts of its reply (a long generation that keeps streaming is never cut)."""
+
+    template: Template
+    description: FormatDescription
+    upstream: str
+    engine: str | None = None
+    tool_format: str = "auto"
+    timeout: float = DEFAULT_TIMEOUT
+
+
+# --------------------------------------------------------------------------- errors as OpenAI's objects
+
+
+def error_body(message: str, kind: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def error_response(status: int, message: str, *, param: str | None = None, code: str | None = None) -> JSONResponse:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return JSONResponse(error_body(message, kind, param=param, code=code), status_code=status)
+
+
+def upstream_failure(exc: AnalyzerError) -> tuple[int, str]:
+    """The HTTP status and error code a failure at the upstream gets. A 4xx from llama-server is a
+    request it refuses (a prompt longer than its context): the client's to fix, so passed on."""
+    if isinstance(exc, ServerTimeout):
+        return 504, "upstream_timeout"
+    if isinstance(exc, ServerUnreachable):
+        return 502, "upstream_unreachable"
+    if isinstance(exc, ServerRefused) and exc.status is not None and 400 <= exc.status < 500:
+        return exc.status, "upstream_refused"
+    if isinstance(exc, ServerRefused):
+        return 502, "upstream_error"
+    return 502, "bad_upstream_reply"
+
+
+def _failure_response(exc: AnalyzerError) -> JSONResponse:
+    status, code = upstream_failure(exc)
+    return error_response(status, exc.message, code=code)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    # The traceback goes to the server's log (uvicorn prints it); the client gets one line.
+    return error_response(500, f"internal error: {type(exc).__name__}: {exc}", code="internal_error")
+
+
+# --------------------------------------------------------------------------- the upstream
+
+
+@contextlib.contextmanager
+def _reading(target: str, timeout: float) -> Iterator[None]:
+    """What can go wrong while the upstream's reply arrives, as our errors."""
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise ServerTimeout(f"{target}: the reply stalled for more than {timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise ServerReplyError(f"{target}: the reply broke off: {exc or type(exc).__name__}") from None
+
+
+class _Service:
+    """The endpoints, over one config and (while the app runs) one httpx client."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self._client: httpx.AsyncClient | None = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        timeout = httpx.Timeout(self.config.timeout)
+        # No keep-alive upstream: llama-server gives each open connection one of its few HTTP threads
+        # (by default its slots + 2) until the connection closes, so connections kept open by a busy
+        # pool starve every request beyond them. Closed after each reply, the extra requests wait in
+        # its accept queue and are served in turn.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+            self._client = client
+            yield
+        self._client = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            raise RuntimeError("the app is used outside its lifespan: no upstream client")
+        return self._client
+
+    @property
+    def completion_url(self) -> str:
+        return self.config.upstream + "/completion"
+
+    # ------------------------------------------------------------------ endpoints
+
+    async def health(self, request: Request) -> Response:
+        target = self.config.upstream + "/health"
+        try:
+            response = await self.client.get(target)
+        except httpx.TimeoutException:
+            return error_response(503, f"{target}: no answer within {self.config.timeout:g} s", code="upstream_timeout")
+        except httpx.HTTPError as exc:
+            return error_response(503, f"{target}: no llama-server answered: {exc}", code="upstream_unreachable")
+        if response.status_code != 200:
+            message = f"{target}: HTTP {response.status_code}: {error_text(response.content, response.reason_phrase)}"
+            return error_response(503, message, code="upstream_not_ready")
+        return JSONResponse({"status": "ok", "template": self.config.template.name, "upstream": self.config.upstream})
+
+    async def models(self, request: Request) -> Response:
+        target = self.config.upstream + "/v1/models"
+        try:
+            response = await self.client.get(target)
+        except httpx.TimeoutException:
+            return error_response(504, f"{target}: no answer within {self.config.timeout:g} s", code="upstream_timeout")
+        except httpx.HTTPError as exc:
+            return error_response(502, f"{target}: no llama-server answered: {exc}", code="upstream_unreachable")
+        try:
+            listed = response.json()
+        except ValueError:
+            return error_response(502, f"{target}: the reply is not JSON", code="bad_upstream_reply")
+        status = response.status_code if response.status_code < 500 else 502
+        return JSONResponse(listed, status_code=status)
+
+    async def chat(self, request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return error_response(400, f"the request body is not JSON: {exc}")
+        try:
+            call = read_chat_request(body, tool_format=self.config.tool_format)
+            completion = await anyio.to_thread.run_sync(
+                functools.partial(
+                    prepare, self.config.template, self.config.description, call.request, engine=self.config.engine
+                )
+            )
+        except AnalyzerError as exc:
+            # Everything here depends only on the request and the one template: the client's to fix,
+            # and the message is the template's own when it refuses the conversation.
+            return error_response(400, exc.message, param=exc.param if isinstance(exc, RequestError) else None)
+        try:
+            if call.stream:
+                return await self._stream(call, completion)
+            return await self._complete(request, call, completion)
+        except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
+            return _failure_response(exc)
+
+    # ------------------------------------------------------------------ one request
+
+    async def _open(self, body: dict[str, Any]) -> httpx.Response:
+        """The upstream's response to ``body``, its status checked, its body not yet read."""
+        target = self.completion_url
+        try:
+            response = await self.client.send(self.client.build_request("POST", target, json=body), stream=True)
+        except httpx.TimeoutException:
+            raise ServerTimeout(f"{target}: no answer within {self.config.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise ServerUnreachable(f"{target}: no llama-server answered: {exc or type(exc).__name__}") from None
+        if response.status_code != 200:
+            try:
+                data = await response.aread()
+            except httpx.HTTPError:
+                data = b""
+            finally:
+                await response.aclose()
+            message = error_text(data, response.reason_phrase)
+            raise ServerRefused(f"{target}: HTTP {response.status_code}: {message}", status=response.status_code)
+        return response
+
+    async def _fetch(self, call: ChatCall, completion: Completion) -> dict[str, Any]:
+        response = await self._open({**completion.body, "stream": False})
+        try:
+            with _reading(self.completion_url, self.config.timeout):
+                data = await response.aread()
+        finally:
+            await response.aclose()
+        return chat_completion(completion, read_reply(self.completion_url, data), model=call.model)
+
+    async def _complete(self, request: Request, call: ChatCall, completion: Completion) -> Response:
+        """The whole reply, unless the client goes away first: then the upstream request is cancelled
+        (its connection closed) and nobody is answered."""
+        work = asyncio.ensure_future(self._fetch(call, completion))
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (work, gone):
+                task.cancel()
+            await asyncio.gather(work, gone, return_exceptions=True)
+        if work.cancelled():
+            log.info("the client went away: its upstream request is cancelled")
+            return Response(status_code=499)
+        return JSONResponse(work.result())
+
+    async def _stream(self, call: ChatCall, completion: Completion) -> Response:
+        # The upstream is asked before answering, so that its failure still gets its own status.
+        response = await self._open({**completion.body, "stream": True})
+        chunks = ChunkStream(self.completion_url, completion, model=call.model, include_usage=call.include_usage)
+        return StreamingResponse(
+            self._events(response, chunks),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def _events(self, response: httpx.Response, chunks: ChunkStream) -> AsyncIterator[str]:
+        """The chunks as server-sent events, then ``[DONE]``; a failure on the way is an error event.
+        Cancelled (the client went away), the upstream connection is closed all the same."""
+        try:
+            with _reading(self.completion_url, self.config.timeout):
+                async for line in response.aiter_lines():
+                    for chunk in chunks.line(line):
+                        yield _event(chunk)
+                    if chunks.ended:
+                        break
+            for chunk in chunks.closing():
+                yield _event(chunk)
+        except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
+            _, code = upstream_failure(exc)
+            yield _event(error_body(exc.message, "server_error", code=code))
+            return
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+        yield "data: [DONE]\n\n"
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client closes its connection (its body has been read: nothing else arrives)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def _event(data: dict[str, Any]) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+# --------------------------------------------------------------------------- the app and its server
+
+
+def create_app(config: ServeConfig) -> Starlette:
+    service = _Service(config)
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", service.chat, methods=["POST"]),
+            Route("/v1/models", service.models, methods=["GET"]),
+            Route("/health", service.health, methods=["GET"]),
+        ],
+        exception_handlers={Exception: _unexpected},
+        lifespan=service.lifespan,
+    )
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket, or one line saying why there cannot be one (a port in use, a bad host).
+
+    Made with the TCP protocol named: asyncio turns Nagle's algorithm off only on such sockets, and
+    with it on, a keep-alive client waits for the delayed ACK (40 ms) between a reply's head and body."""
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+        )[0]
+        sock = socket.socket(family, kind, protocol)
+    except OSError as exc:
+        raise InputError(f"{host}:{port}: cannot listen: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"{host}:{port}: cannot listen: {exc.strerror or exc}") from None
+    return sock
+
+
+def server(config: ServeConfig, *, log_level: str = "info") -> uvicorn.Server:
+    """A uvicorn server for the app; ``run(sockets=[sock])`` serves until interrupted."""
+    return uvicorn.Server(
+        uvicorn.Config(create_app(config), log_level=log_level, timeout_graceful_shutdown=5, lifespan="on")
+    )
+
+
+def run(
+    config: ServeConfig, host: str, port: int, *, log_level: str = "info", announce: Callable[[str], None] = print
+) -> None:
+    """Serve until interrupted; ``announce`` is told where, once the port is open."""
+    sock = listen(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    announce(
+        f"serving {config.template.name} ({config.description.format} tool calls) at "
+        f"http://{shown}:{bound_port}/v1 in front of {config.upstream}"
+    )
+    server(config, log_level=log_level).run(sockets=[sock])
+
+
+__all__ = ["DEFAULT_TIMEOUT", "ServeConfig", "create_app", "error_body", "listen", "run", "server", "upstream_failure"]
