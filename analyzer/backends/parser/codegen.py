@@ -76,9 +76,8 @@ def runtime_source() -> str:
         dropped: set[int] = set()
         for node in tree.body:
             if isinstance(node, ast.ImportFrom) and (node.level or node.module == "__future__"):
-                if node.end_lineno != node.lineno:
-                    raise CodegenError(f"{path}: a relative import must take one line, to be dropped alone")
-                dropped.add(node.lineno)
+                # Every line of it, as ruff format splits a long import over several.
+                dropped.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 for name in names:
