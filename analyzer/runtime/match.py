@@ -58,7 +58,8 @@ class Mismatch:
 
 
 Step = Union[int, _Need, Mismatch]
-_NAME_CHARS = re.compile(r"[A-Za-z0-9_\-.]+")
+# A name with nothing written after it to end it: a run of word characters (any script), dots, dashes.
+_WORD_NAME = re.compile(r"[\w.\-]+")
 _INDEX_DIGITS = re.compile(r"\d+")
 _ID_PATTERNS: dict[IdForm, re.Pattern[str]] = {}
 
@@ -116,6 +117,8 @@ class CallMatcher:
         self.names = sorted(tools, key=len, reverse=True)
         # Text that may follow a call: a separator, the section closer, a stop string.
         self.closers = closers
+        # What may stand right after each name part: it ends an undeclared name.
+        self._name_ends = {id(part): self._ends_after(k) for k, part in enumerate(parts) if isinstance(part, Name)}
 
     def match(self, text: str, start: int, final: bool) -> CallMatch | _Need | Mismatch:
         result = CallMatch(start)
@@ -137,6 +140,20 @@ class CallMatcher:
                 continue
             return ()
         return self.closers
+
+    def _ends_after(self, k: int) -> tuple[str, ...]:
+        """The texts that may follow part ``k``: the next marker, or the first marker of each argument
+        form when arguments come next (they may also be absent: then what follows them)."""
+        found: list[str] = []
+        for part in self.parts[k + 1 :]:
+            if isinstance(part, Marker):
+                found.append(part.text)
+                return tuple(found)
+            if isinstance(part, KeyValueArgs):
+                found += [form.parts[0].text for form in part.forms if isinstance(form.parts[0], Marker)]
+                continue
+            return tuple(found)
+        return (*found, *self.closers)
 
     def _match_part(
         self, part: Part, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
@@ -162,21 +179,24 @@ class CallMatcher:
                     return NEED  # the name may go on
                 result.name = name
                 return end
-        m = _NAME_CHARS.match(text, i)
-        if m is None:
-            return NEED if (i == len(text) and not final) else Mismatch("expected a function name")
-        if m.end() == len(text) and not final:
-            return NEED
-        name = _before_following(m.group(), following)
-        result.name = name
-        return i + len(name)
+        step = read_name(text, i, final, self._name_ends.get(id(part), following))
+        if isinstance(step, int):
+            result.name = text[i:step]
+        elif isinstance(step, Mismatch):
+            return Mismatch("expected a function name")
+        return step
 
     def call_id(self, part: CallId, text: str, i: int, final: bool, result: CallMatch, following: tuple) -> Step:
         i = skip_ws(text, i)
         m = _id_regex(part.form).match(text, i)
         if m is None or (m.end() == len(text) and not final):
             return NEED if not final and len(text) - i < 9 + 64 else Mismatch("expected a call id")
-        value = _before_following(m.group(), following)
+        value = m.group()
+        for tail in following:
+            # The marker that follows may be made of id characters: the id ends where it begins.
+            cut = value.find(tail) if tail else -1
+            if cut > 0:
+                value = value[:cut]
         result.call_id = value
         return i + len(value)
 
@@ -307,14 +327,26 @@ class CallMatcher:
         return i
 
 
-def _before_following(token: str, following: tuple[str, ...]) -> str:
-    """A name or id read greedily, cut where the marker that follows it begins inside it (a marker
-    such as ``.`` or ``-`` may be made of name characters)."""
-    for tail in following:
-        cut = token.find(tail) if tail else -1
-        if cut > 0:
-            token = token[:cut]
-    return token
+def read_name(text: str, i: int, final: bool, ends: tuple[str, ...]) -> Step:
+    """Where a name that none of the declared ones is ends: it is written as is, up to the marker that
+    follows it in the shape (``ends``; "" where whitespace follows), so it holds no whitespace and none
+    of the characters that marker starts with (a name with those is read only when declared). With
+    nothing written after it (a value follows), a run of word characters of any script."""
+    starts = {end[0] for end in ends if end}
+    if "" in ends:
+        starts |= set("{[")  # whitespace was written before the value: one written without it ends the name too
+    if starts:
+        j = i
+        while j < len(text) and not text[j].isspace() and text[j] not in starts:
+            j += 1
+    else:
+        m = _WORD_NAME.match(text, i)
+        j = m.end() if m else i
+    if j == len(text) and not final:
+        return NEED  # the name may go on
+    if j == i:
+        return Mismatch("expected a name")
+    return j
 
 
 _HANDLERS = {
@@ -404,21 +436,15 @@ def _match_form(
                 return step
             i = step
         elif isinstance(part, ArgKey):
-            m = _NAME_CHARS.match(text, i)
-            if m is None:
-                return NEED if (i == len(text) and not final) else Mismatch("expected an argument name")
-            if m.end() == len(text) and not final:
-                return NEED
-            name = m.group()
             after = _markers_after(parts, k)
-            if after and after[0].text:
-                cut = name.find(after[0].text[0])
-                if cut > 0:
-                    name = name[:cut]
+            read = _read_key(text, i, final, properties, after[0] if after else None)
+            if not isinstance(read, int):
+                return read if read is NEED else Mismatch("expected an argument name")
+            name = text[i:read]
             if key is not None and name != key:
                 return Mismatch(f"argument {key!r} is closed as {name!r}")  # <a>...</b>: no argument of either
             key = name
-            i += len(name)
+            i = read
         elif isinstance(part, ArgValue):
             after = _markers_after(parts, k)
             stop = _spelled(after).strip()
@@ -480,6 +506,27 @@ def _match_form(
     if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
         value = raw_value[1:-1]  # quoted by the template but never escaped
     return i, key, value
+
+
+def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | None) -> Step:
+    """Where an argument's name ends: a declared one that the marker after it follows (whatever its
+    characters: a quote, any script), else one read as ``read_name`` does."""
+    end = after.text if after is not None else ""
+    declared = sorted(properties, key=len, reverse=True) if isinstance(properties, dict) else []
+    for name in declared:
+        if not name or not text.startswith(name, i):
+            continue
+        j = i + len(name)
+        rest = text[skip_ws(text, j) :] if end else text[j : j + 1]
+        if end and rest.startswith(end):
+            return j
+        if end and not final and end.startswith(rest):
+            return NEED  # the marker after it is still arriving
+        if not end and ((rest == "" and final) or (rest and not (rest.isalnum() or rest in "_.-"))):
+            return j
+        if not end and rest == "":
+            return NEED
+    return read_name(text, i, final, (end,) if end else ())
 
 
 def _markers_after(parts: tuple, k: int) -> Markers:

@@ -239,7 +239,9 @@ class Stream:
             if start > 0:
                 self._emit_reasoning(deltas, self._buf[:start])
                 self._consume(start)
-            self._scan_from = max(0, len(self._buf) - len(word))  # the close marker is looked for past here
+            # The close marker is looked for past here; one already seen stays in sight, for when the
+            # call turns out to be none.
+            self._scan_from = at - max(start, 0) if at != -1 else max(0, len(self._buf) - len(word))
             return
         if isinstance(call_at, int):
             # A call ends reasoning the model never closed.
@@ -659,10 +661,8 @@ class Stream:
             found = self._buf.find(text, max(self._call_start, self._scan_from))
             self._scan_from = max(self._call_start, len(self._buf) - len(text))
             return found != -1
-        return (
-            self._buf.rstrip().endswith(("}", "]", ")", '"'))
-            or (len(self._buf) - self._call_start > 0
-            and self._buf[-1:] in '}])"\n')
+        return self._buf.rstrip().endswith(("}", "]", ")", '"')) or (
+            len(self._buf) - self._call_start > 0 and self._buf[-1:] in '}])"\n'
         )
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
