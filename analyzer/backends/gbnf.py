@@ -130,7 +130,7 @@ def to_grammar(
         return Grammar(
             builder.rules.text(replies[0]),
             True,
-            (_trigger(shape, shape.calls, declared),),
+            _triggers(shape, shape.calls, declared),
             preserved_tokens(shape),
             shape.server_stops,
         )
@@ -153,6 +153,18 @@ def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
             if text and text not in found:
                 found.append(text)
     return tuple(found)
+
+
+def _triggers(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> tuple[GrammarTrigger, ...]:
+    """Where a lazy grammar starts. Calls that open with a tool's name at the start of the output come
+    after content behind the separator's first marker (``>>>get_weather``), as every later call does:
+    the grammar holds from the name there too."""
+    first = _trigger(shape, calls, tools)
+    if not (calls.trigger.tool_name and calls.separator and calls.separator[0].text):
+        return (first,)
+    names = "|".join(re.escape(tool.name) for tool in tools)
+    behind = r"\s*".join(re.escape(marker.text) for marker in calls.separator if marker.text)
+    return first, GrammarTrigger(TRIGGER_PATTERN, rf"{behind}\s*((?:{names})[\s\S]*)")
 
 
 def _trigger(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> GrammarTrigger:

@@ -80,6 +80,7 @@ class Stream:
         )
         self._json_opener, self._answer_opener, self._fences = plan.json_opener, plan.answer_opener, plan.fences
         self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
+        self._named_after = plan.named_after
         self._reasoning_watch, self._reasoning_longest = plan.reasoning_watch, plan.reasoning_longest
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
         self._answer_closed = -1  # where its closing quote is, once seen
@@ -455,6 +456,18 @@ class Stream:
             self._call_start = 0
             self._state = _CALL
             return
+        if calls is not None and calls.separator and word == self._named_after and self.tools.names():
+            # Calls that open with a name where the output starts: after content, a call stands behind
+            # the separator, as every call but the first does (a declared name, as at the start).
+            step = match_literal(buf, 0, calls.separator, final)
+            opens = self._opens_call(buf, step, final) if isinstance(step, int) else step
+            if opens is NEED:
+                return
+            if opens is True and isinstance(step, int):
+                self._consume(step)
+                self._call_start = 0
+                self._state = _CALL
+                return
         closers = (calls.section_close,) if calls is not None and self.message.tool_calls else ()
         for literal in (shape.content_open, shape.content_close, *closers):
             if literal and word == literal[0].text:
@@ -809,6 +822,9 @@ class _Plan:
         self.call_ender = calls.ends_with if calls else ""
         self.call_ender_last = self.call_ender[-1:]
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
+        # Calls that open with a tool's name at the start of the output come behind the separator's
+        # first marker after content (functionary: ``all\nsome text>>>get_weather\n{...}``).
+        self.named_after = calls.separator[0].text if calls and calls.trigger.tool_name and calls.separator else ""
         # Calls that open with bare JSON have no marker to watch for, only this pattern.
         self.json_opener = re.compile(calls.trigger.pattern) if calls is not None and calls.trigger.pattern else None
         # An answer written as a JSON object ({"answer": "..."}): its text streams as content.
@@ -849,6 +865,8 @@ class _Plan:
                 watch.append(calls.trigger.word)
             if self.call_opener:
                 watch.append(self.call_opener)  # a call without its section opener
+            if self.named_after:
+                watch.append(self.named_after)
         for literal in (shape.content_open, shape.content_close):
             if literal:
                 watch.append(literal[0].text)

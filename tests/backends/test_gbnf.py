@@ -725,3 +725,16 @@ def test_thinking_switched_off_leaves_no_room_for_reasoning():
         [text[len("<think>hm</think>") :]],
         [text],
     )
+
+
+def test_calls_that_open_with_a_name_are_triggered_after_content_behind_the_separator(corpus_dir):
+    """functionary-v3.2 writes content, then ``>>>`` and the call: a lazy grammar holds from the name
+    there, and accepts the calls from it."""
+    c = case("meetkai-functionary-medium-v3.2", corpus_dir)
+    grammar = to_grammar(c.shape, TOOLS)
+    assert grammar is not None
+    output = 'all\nLet me check.>>>get_weather\n{"location": "Paris"}'
+    start = triggered_at(grammar, output)
+    assert start == output.index("get_weather")
+    assert accepts(grammar.text, output[start:])
+    assert triggered_at(grammar, "all\nThree arrows >>> mean nothing here.") is None

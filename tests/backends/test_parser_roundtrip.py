@@ -97,10 +97,6 @@ KNOWN_FAILURES = {
         "parallel calls",
     ): "the template closes the calls section only when there are several calls",
     (
-        "meetkai-functionary-medium-v3.2",
-        "content before a call",
-    ): "after content, the first call is written behind '>>>', which the description does not record",
-    (
         "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
         "content before a call",
     ): "the template writes the content after the calls, as a new assistant message",
