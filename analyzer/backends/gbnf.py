@@ -522,6 +522,10 @@ class _Builder:
                 rules = self.json if form.syntax == "json" else self.python
                 pieces.append(_Piece(rules.value(schema, hint), lead=True, trail=True))
                 i += 1
+            elif form.syntax == "raw" and _string_choices(schema):
+                # A raw string with nothing written after it (f(unit=kelvin)): still one of its values.
+                pieces.append(_Piece(choice(literal(value) for value in _string_choices(schema))))
+                i += 1
             else:
                 # Unknown syntax (or raw text with no marker after it): text up to the next marker,
                 # brackets balanced so a nested object or list may hold that marker's first character.

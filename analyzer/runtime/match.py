@@ -15,6 +15,7 @@ from typing import Any, Union
 
 from .shape import (
     ArgKey,
+    ArgPart,
     ArgumentShape,
     ArgValue,
     CallId,
@@ -108,8 +109,14 @@ class CallMatcher:
         tools: dict[str, dict[str, Any]],
         closers: tuple[str, ...],
         memo: Memo | None = None,
+        *,
+        call_separator: str = "",
+        next_call: tuple[str, ...] = (),
     ):
         self.parts = parts
+        # Between two calls, and what the next one opens with: a raw value is over at its call's end
+        # only where another call follows that separator.
+        self.call_separator, self.next_call = call_separator, next_call
         # How far values were scanned in text that only grows between matches (the caller clears it
         # when the text changes otherwise), so that matching a long call again costs nothing extra.
         self.memo = memo
@@ -305,6 +312,9 @@ class CallMatcher:
                     part.string_wrapper,
                     part.string_quotes,
                     self.memo,
+                    separator,
+                    self.closers,
+                    (self.call_separator, self.next_call),
                 )
                 if outcome is NEED:
                     # An earlier form may still match once more text arrives: decide then, so that
@@ -421,8 +431,13 @@ def _match_form(
     wrapper: tuple[str, str] = ("", ""),
     quotes: tuple[str, str] = ("", ""),
     memo: Memo | None = None,
+    separator: Markers = (),
+    closers: tuple[str, ...] = (),
+    next_call: tuple[str, tuple[str, ...]] = ("", ()),
 ) -> tuple[int, str, Any] | _Need | Mismatch:
-    """One argument written in one of the group's (shared) forms: (end, name, value)."""
+    """One argument written in one of the group's (shared) forms: (end, name, value). ``separator``:
+    what stands between two arguments; ``closers``: what may follow the whole call; ``next_call``: the
+    separator between calls and what a call opens with."""
     parts = group[0].parts
     key: str | None = None
     raw_value: str | None = None
@@ -464,7 +479,30 @@ def _match_form(
                 i = at
             else:
                 j = skip_ws(text, i)
+                # A string the template writes as is with nothing after it (f(path=notes/a.txt, n=2)):
+                # it runs to the next argument or the end of the call.
+                bare = (
+                    RawEnds(parts, properties, separator, following, closers, next_call) if "raw" in syntaxes else None
+                )
+                declared = properties.get(key) if isinstance(properties, dict) and key is not None else None
+                if bare is not None and isinstance(declared, dict) and declared.get("type") == "string":
+                    step = bare.end(text, j, final)
+                    if not isinstance(step, int):
+                        return step
+                    raw_value, value_syntax, i = text[j:step], "raw", step
+                    continue
                 end = value_end(text, j, memo)
+                if bare is not None and (end == INVALID or (end == INCOMPLETE and final) or end >= 0):
+                    # A literal only if the argument ends right after it (3 is one; "3 apples" is text).
+                    after_literal = bare.ends_here(text, end, final) if end >= 0 else False
+                    if after_literal is NEED:
+                        return NEED
+                    if not after_literal:
+                        step = bare.end(text, j, final)
+                        if not isinstance(step, int):
+                            return step
+                        raw_value, value_syntax, i = text[j:step], "raw", step
+                        continue
                 if end == INCOMPLETE:
                     return NEED if not final else Mismatch("argument value ends early")
                 if end == INVALID:
@@ -506,6 +544,102 @@ def _match_form(
     if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
         value = raw_value[1:-1]  # quoted by the template but never escaped
     return i, key, value
+
+
+class RawEnds:
+    """Where a value written as is, with no marker after it, ends: before the separator when a declared
+    argument of the tool follows it (its key written as the form writes keys), or before what follows
+    the arguments when the call's own closers come after that; else it goes on (the value holds it)."""
+
+    def __init__(
+        self,
+        parts: tuple[ArgPart, ...],
+        properties: Any,
+        separator: Markers,
+        following: tuple[str, ...],
+        closers: tuple[str, ...],
+        next_call: tuple[str, tuple[str, ...]] = ("", ()),
+    ) -> None:
+        self.call_separator, self.call_openers = next_call[0], tuple(t for t in next_call[1] if t)
+        at = next(k for k, part in enumerate(parts) if isinstance(part, ArgKey))
+        self.before_key = tuple(p for p in parts[:at] if isinstance(p, Marker) and p.text)
+        self.after_key = tuple(p for p in _markers_after(parts, at) if p.text)
+        self.names = sorted(properties, key=len, reverse=True) if isinstance(properties, dict) else []
+        self.separator = tuple(m for m in separator if m.text)
+        self.following = tuple(t for t in following if t)
+        self.closers = tuple(t for t in closers if t)
+
+    def end(self, text: str, i: int, final: bool) -> Step:
+        marks = [m.text for m in self.separator[:1]] + list(self.following)
+        at = i
+        while True:
+            found = [(text.find(mark, at), mark) for mark in marks]
+            found = [(k, mark) for k, mark in found if k != -1]
+            if not found:
+                return NEED if not final else Mismatch("argument value is not closed")
+            k, _ = min(found)
+            for mark in (mark for pos, mark in found if pos == k):
+                verdict = self._ends_at(text, k, mark, final)
+                if verdict is NEED:
+                    return NEED
+                if verdict:
+                    return k
+            at = k + 1
+
+    def ends_here(self, text: str, i: int, final: bool) -> bool | _Need:
+        """Whether the argument ends at ``i`` (right after a literal)."""
+        j = skip_ws(text, i)
+        if j == len(text):
+            return NEED if not final else True
+        for mark in [m.text for m in self.separator[:1]] + list(self.following):
+            if text.startswith(mark, j):
+                verdict = self._ends_at(text, j, mark, final)
+                if verdict is not False:
+                    return verdict
+        return False
+
+    def _ends_at(self, text: str, k: int, mark: str, final: bool) -> bool | _Need:
+        if self.separator and mark == self.separator[0].text:
+            step = match_literal(text, k, self.separator, final)
+            if not isinstance(step, int):
+                return NEED if step is NEED else False
+            return self._key_at(text, step, final)
+        # What follows the arguments: the call must end there, the text after it being what may
+        # follow a call (or nothing, at the end of the output).
+        j = skip_ws(text, k + len(mark))
+        if j == len(text):
+            return NEED if not final else True
+        for closer in self.closers:
+            if text.startswith(closer, j):
+                if closer != self.call_separator or not self.call_openers:
+                    return True
+                # Between two calls: only where the next call opens after it.
+                rest = text[skip_ws(text, j + len(closer)) :]
+                if any(rest.startswith(opener) for opener in self.call_openers):
+                    return True
+                if not final and any(opener.startswith(rest) for opener in self.call_openers):
+                    return NEED
+                continue
+            if not final and closer.startswith(text[j:]):
+                return NEED
+        return not self.closers
+
+    def _key_at(self, text: str, i: int, final: bool) -> bool | _Need:
+        """Whether a declared argument's key, as the form writes it, starts at ``i``."""
+        step = match_literal(text, i, self.before_key, final) if self.before_key else i
+        if not isinstance(step, int):
+            return NEED if step is NEED else False
+        j = skip_ws(text, step)
+        for name in self.names:
+            if text.startswith(name, j):
+                after = match_literal(text, j + len(name), self.after_key, final) if self.after_key else j
+                if after is NEED:
+                    return NEED
+                if isinstance(after, int):
+                    return True
+            elif not final and name.startswith(text[j:]):
+                return NEED
+        return False
 
 
 def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | None) -> Step:

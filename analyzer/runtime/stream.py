@@ -66,13 +66,22 @@ class Stream:
         self._calls = calls = shape.calls
         schemas = self.tools.schemas
         self._memo: dict = {}  # how far values in the buffer were scanned; cleared when it is consumed
-        self._matcher = CallMatcher(calls.call, schemas, calls.followers, self._memo) if calls else None
+        plan = plan or _Plan(shape)
+        # Between two calls, and what a call opens with: where a raw value may end with its call.
+        separator = calls.separator[0].text if calls and calls.separator else ""
+        opens = (plan.call_opener,) if plan.call_opener else tuple(self.tools.names())
+        self._matcher = (
+            CallMatcher(calls.call, schemas, calls.followers, self._memo, call_separator=separator, next_call=opens)
+            if calls
+            else None
+        )
         self._alt_matcher = (
-            CallMatcher(calls.no_arguments, schemas, calls.followers, self._memo)
+            CallMatcher(
+                calls.no_arguments, schemas, calls.followers, self._memo, call_separator=separator, next_call=opens
+            )
             if calls and calls.no_arguments
             else None
         )
-        plan = plan or _Plan(shape)
         self._call_ender, self._call_ender_last, self._call_opener = (
             plan.call_ender,
             plan.call_ender_last,
