@@ -465,7 +465,8 @@ def _match_form(
             stop = _spelled(after).strip()
             syntaxes = {form.syntax for form in group}
             if stop and ("raw" in syntaxes or "unknown" in syntaxes):
-                at = text.find(stop, i)
+                tag = _tag_of(parts, k, key)
+                at = tag.close_at(text, i) if tag is not None else text.find(stop, i)
                 # A value never runs past the end of its call.
                 ends = [e for e in (text.find(t, i) for t in following if t) if e != -1]
                 if at != -1 and ends and at > min(ends):
@@ -526,6 +527,10 @@ def _match_form(
         opener, closer = wrapper
         if opener and raw_value.startswith(opener) and raw_value.endswith(closer):
             raw_value = raw_value[len(opener) : len(raw_value) - len(closer)]
+        if json_type != "string" and _tag_of(parts, _value_at(parts), key) is not None:
+            nested = _read_tags(raw_value, group, schema, escaping, wrapper, quotes)
+            if nested is not None:
+                return i, key, nested
         if quotes[0] and raw_value.lstrip()[:1] in ("{", "[") and json_type in (None, "object", "array"):
             try:
                 return i, key, decode_notation(raw_value, *quotes)
@@ -544,6 +549,107 @@ def _match_form(
     if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
         value = raw_value[1:-1]  # quoted by the template but never escaped
     return i, key, value
+
+
+@dataclass(frozen=True, slots=True)
+class _Tag:
+    """An argument written as a tag named by its key, closed by a tag naming it again
+    (``<k>value</k>``): its value may hold the same tag, nested, so it ends at the close that
+    balances it."""
+
+    opening: str
+    closing: str
+
+    def close_at(self, text: str, i: int) -> int:
+        """Where the closing marker that ends the value at ``i`` starts; -1 when it has not come."""
+        depth, at = 1, i
+        while True:
+            close = text.find(self.closing, at)
+            if close == -1:
+                return -1
+            nested = text.find(self.opening, at, close)
+            if nested != -1:
+                depth, at = depth + 1, nested + len(self.opening)
+                continue
+            depth -= 1
+            if depth == 0:
+                return close
+            at = close + len(self.closing)
+
+
+def _value_at(parts: tuple[ArgPart, ...]) -> int:
+    return next(k for k, part in enumerate(parts) if isinstance(part, ArgValue))
+
+
+def _tag_of(parts: tuple[ArgPart, ...], k: int, key: str | None) -> _Tag | None:
+    """The tag of argument ``key`` when the form closes its value (part ``k``) with markers and the
+    key again, and opens it with markers and the key; else None."""
+    after = _markers_after(parts, k)
+    second = k + len(after) + 1
+    if key is None or not after or second >= len(parts) or not isinstance(parts[second], ArgKey):
+        return None
+    first = next(j for j, part in enumerate(parts) if isinstance(part, ArgKey))
+    before, between = _markers_before(parts, first), _markers_after(parts, first)
+    end = _markers_after(parts, second)
+    if not before or not between or not end:
+        return None
+    return _Tag(
+        _spelled(before).strip() + key + between[0].text[:1],
+        _spelled(after).strip() + key + end[0].text[:1],
+    )
+
+
+def _read_tags(
+    value: str,
+    group: list[ArgumentShape],
+    schema: Any,
+    escaping: str,
+    wrapper: tuple[str, str],
+    quotes: tuple[str, str],
+) -> Any:
+    """An object or array written as arguments are, each member a tag in the argument form
+    (``<filters><lang>fr</lang><tags><item>a</item></tags></filters>``); None when ``value`` is not
+    that. A template that writes a marker between two arguments writes it before the first member too
+    (``]<]minimax[>`` of MiniMax-M3): that leading part of the closing marker moves to the end, where
+    the last member's form ends with it."""
+    parts = group[0].parts
+    k = _value_at(parts)
+    after = _spelled(_markers_after(parts, k)).strip()
+    first = next(j for j, part in enumerate(parts) if isinstance(part, ArgKey))
+    opener = _spelled(_markers_before(parts, first)).strip()
+    text = value.strip()
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if after.startswith(text) and (text or kind in ("object", "array")):
+        return [] if kind == "array" else {}  # no member: at most the part written before the first
+    lead = next((n for n in range(len(after), -1, -1) if text.startswith(after[:n] + opener)), -1)
+    if lead == -1 or not opener:
+        return None
+    text = text[lead:] + after[:lead]
+    members: list[tuple[str, Any]] = []
+    items = _EveryKey(schema.get("items", {}) if isinstance(schema, dict) else {})
+    properties = schema.get("properties", {}) if isinstance(schema, dict) and kind != "array" else items
+    i = 0
+    while (i := skip_ws(text, i)) < len(text):
+        outcome = _match_form(group, text, i, True, properties, escaping, (), wrapper, quotes)
+        if not isinstance(outcome, tuple):
+            return None
+        i, name, member = outcome
+        members.append((name, member))
+    names = {name for name, _ in members}
+    if kind == "array" or (kind is None and len(members) > 1 and len(names) == 1):
+        return [member for _, member in members]
+    return dict(members)
+
+
+class _EveryKey(dict):  # type: ignore[type-arg]  # a dict to the code that reads properties
+    """Properties where every key has one schema: an array's items, whatever tag names them."""
+
+    def __init__(self, schema: Any) -> None:
+        super().__init__()
+        self.schema = schema
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.schema
 
 
 class RawEnds:

@@ -54,7 +54,8 @@ SEARCH_ARGS = st.tuples(
     ),
 ).map(lambda pair: {"query": pair[0], **pair[1]})
 GRAMMARS: dict[str, str] = {}
-# Templates whose nested objects neither backend reads yet, with the reason (drawn without them).
+# Templates whose nested objects the grammar does not write yet, with the reason (the parser must read
+# them; the grammar is asked only about calls without them).
 NESTED_AS_TAGS = {"MiniMax-M3": "nested objects are written as nested tags (<filters><lang>fr</lang>...)"}
 
 
@@ -85,8 +86,6 @@ def test_parser_and_grammar_take_the_same_rendered_calls(name, corpus_dir, weath
     # A string between quotes the template writes without escaping cannot hold that quote.
     for quote in _unescaped_quotes(c.shape):
         assume(all(quote not in value for args in (weather, search) for value in _strings(args)))
-    if name in NESTED_AS_TAGS:
-        assume("filters" not in search)
     parallel = c.description.capabilities.parallel_calls.status == "yes"
     calls = [("get_weather", weather, "Ab3De6Gh9"), ("search", search, "Zy8Xw7Vu6")][: 2 if parallel else 1]
     output = model_output(c, calls)
@@ -95,6 +94,8 @@ def test_parser_and_grammar_take_the_same_rendered_calls(name, corpus_dir, weath
         (call_name, args) for call_name, args, _ in calls
     ], output
     assert not message.errors, message.errors
+    if name in NESTED_AS_TAGS and "filters" in search:
+        return
     start, end = calls_span(c.shape, output, len(calls))
     grammar = GRAMMARS.setdefault(name, to_grammar(c.shape, TOOLS).text)  # type: ignore[union-attr]
     verdict = accepts(grammar, output[start:end])

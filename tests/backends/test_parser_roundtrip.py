@@ -104,7 +104,6 @@ KNOWN_FAILURES = {
         "openai-gpt-oss-120b",
         "content before a call",
     ): "the template writes content beside calls into the analysis channel (as reasoning)",
-    ("MiniMax-M3", "nested object"): "nested objects are written as nested tags, which the parser does not read yet",
     ("Kimi-K3", "quotes in names"): (
         "the template escapes names as XML attribute values (&quot;, &amp;); the analysis does not probe names for"
         " an escaping, so the description does not record it"
@@ -190,3 +189,64 @@ def test_undeclared_names_are_read_as_the_template_writes_them(name, output):
     message = Parser(golden(name)).parse(output)
     assert not message.errors, message.errors
     assert [(c.name, json.loads(c.arguments)) for c in message.tool_calls] == [("météo", {"ключ": "v"})]
+
+
+NESTED_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "plan",
+        "description": "Nested values",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "steps": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string"},
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                },
+                "one": {"type": "array", "items": {"type": "integer"}},
+                "meta": {"type": "object", "properties": {"item": {"type": "object"}, "ok": {"type": "boolean"}}},
+            },
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"steps": [{"name": "a <b>", "tags": ["x", "y"]}, {"name": "c", "tags": []}], "one": [7]},
+        {"meta": {"item": {"item": {"deep": "1\n2"}}, "ok": False}, "one": [1, 2, 3]},
+    ],
+    ids=["arrays of objects", "a tag named like the array item, nested in itself"],
+)
+def test_nested_tags_are_read_as_nested_values(corpus_dir, arguments):
+    """MiniMax-M3 writes an object's members, and an array's items, as tags in the argument form,
+    nested: the parser reads them back as the values the template was given, typed by the schema."""
+    from helpers.golden import assistant_output, golden
+
+    description = golden("MiniMax-M3")
+    compiled = compile_for(description, corpus_dir)
+    turn = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "plan", "arguments": arguments}}],
+    }
+    output = assistant_output(description, compiled, [{"role": "user", "content": "go"}], turn, [NESTED_TOOL])
+    output = output[: output.rindex("</tool_call>") + len("</tool_call>")]
+    parser = Parser(description, [NESTED_TOOL])
+    message = parser.parse(output)
+    assert not message.errors, message.errors
+    assert [json.loads(call.arguments) for call in message.tool_calls] == [arguments], output
+    streamed, stream = Message(), parser.stream()
+    for ch in output:
+        for delta in stream.feed(ch):
+            apply(streamed, delta)
+    for delta in stream.finish():
+        apply(streamed, delta)
+    assert streamed.to_dict() == message.to_dict()
