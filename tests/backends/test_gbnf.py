@@ -517,17 +517,7 @@ def test_llama_server_fields():
 # =========================================================================== 3. the corpus
 
 
-_NESTED_OBJECT = (
-    "the description gives object arguments an 'unknown' form; the render writes a nested object "
-    "as nested tags ('[<filters>]<]minimax[>[<lang>fr]<]minimax[>[</lang>...'), which holds the "
-    "literal that ends the value, so text up to that literal cannot take it"
-)
-
-
-XFAIL: dict[tuple[str, str], str] = {
-    ("auto-2", "MiniMax-M3"): _NESTED_OBJECT,
-    ("required-2", "MiniMax-M3"): _NESTED_OBJECT,
-}
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 def triggered_at(grammar: Grammar, output: str) -> int | None:
@@ -738,3 +728,40 @@ def test_calls_that_open_with_a_name_are_triggered_after_content_behind_the_sepa
     assert start == output.index("get_weather")
     assert accepts(grammar.text, output[start:])
     assert triggered_at(grammar, "all\nThree arrows >>> mean nothing here.") is None
+
+
+def test_nested_tags_are_held_to_the_schema(corpus_dir):
+    """MiniMax-M3 writes nested objects and arrays as nested tags in the argument form: the grammar
+    takes the template's own render of them, member by member as the schema lists them, and not
+    a member the schema does not have nor a string where it asks for a number."""
+    from helpers.golden import assistant_output
+
+    steps = tool(
+        "plan",
+        {
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+                    "required": ["name"],
+                },
+            }
+        },
+        ["steps"],
+    )
+    c = case("MiniMax-M3", corpus_dir)
+    arguments = {"steps": [{"name": "a <b>\nc", "n": 2}, {"name": "d"}]}
+    turn = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "plan", "arguments": arguments}}],
+    }
+    output = assistant_output(c.description, c.compiled, [{"role": "user", "content": "go"}], turn, [steps])
+    written = output[output.index("]<]minimax[>[<tool_call>") : output.rindex("</tool_call>") + len("</tool_call>")]
+    assert "[<item>]<]minimax[>[<name>a <b>\nc]<]minimax[>[</name>" in written
+    check(
+        to_grammar(c.shape, [steps], tool_choice="required"),
+        [written],
+        [written.replace("[<n>2]<]minimax[>[</n>", "[<m>2]<]minimax[>[</m>"), written.replace("[<n>2]", "[<n>two]")],
+    )
