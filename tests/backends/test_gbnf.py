@@ -765,3 +765,16 @@ def test_nested_tags_are_held_to_the_schema(corpus_dir):
         [written],
         [written.replace("[<n>2]<]minimax[>[</n>", "[<m>2]<]minimax[>[</m>"), written.replace("[<n>2]", "[<n>two]")],
     )
+
+
+def test_names_with_a_quote_are_escaped_in_json(corpus_dir):
+    """A tool or argument name holding a quote is written JSON-escaped inside a JSON call: the grammar
+    takes the escaped name and not the raw one (which would be no JSON)."""
+    quoted = tool('q"uote', {'a"b': {"type": "string"}}, ['a"b'])
+    c = case("Qwen-Qwen2.5-7B-Instruct", corpus_dir)
+    good = '<tool_call>\n{"name": "q\\"uote", "arguments": {"a\\"b": "1"}}\n</tool_call>'
+    check(
+        to_grammar(c.shape, [quoted], tool_choice="required"),
+        [good],
+        [good.replace('q\\"uote', 'q"uote'), good.replace('a\\"b', 'a"b')],
+    )
