@@ -778,3 +778,57 @@ def test_names_with_a_quote_are_escaped_in_json(corpus_dir):
         [good],
         [good.replace('q\\"uote', 'q"uote'), good.replace('a\\"b', 'a"b')],
     )
+
+
+def _names_tool(name: str, keys: list[str]) -> dict[str, Any]:
+    return tool(name, {key: {"type": "string"} for key in keys}, keys)
+
+
+NAMED = {
+    "non-ASCII": (_names_tool("météo", ["ville", "ключ"]), {"ville": "Paris", "ключ": "v"}),
+    "quoted": (_names_tool('q"uote', ['a"b']), {'a"b': "1"}),
+}
+
+
+@pytest.mark.parametrize("names", sorted(NAMED))
+@pytest.mark.parametrize("name", described())
+def test_the_grammar_takes_names_as_the_template_writes_them(name, names, corpus_dir):
+    """A name in another script or with a quote, written by the template (raw in tags, escaped in
+    JSON, \\u-escaped by a tojson that keeps to ASCII): the lazy grammar takes the call from its trigger.
+    A JSON template that writes a quoted name unescaped writes no JSON, which no grammar for JSON takes."""
+    from helpers.golden import assistant_output, tool_calls
+    from helpers.roundtrip import unreadable_render
+
+    declared, arguments = NAMED[names]
+    c = case(name, corpus_dir)
+    call_name = declared["function"]["name"]
+    turn = {
+        "role": "assistant",
+        "content": c.description.input_form.content_with_calls,
+        "tool_calls": tool_calls(c.description, [(call_name, arguments, "Ab3De6Gh9")]),
+    }
+    output = assistant_output(c.description, c.compiled, [{"role": "user", "content": "hi"}], turn, [declared])
+    if unreadable_render(c.description, output, [(call_name, arguments)]):
+        return
+    if name == "Kimi-K3" and names == "quoted":
+        # The template escapes names as XML attribute values (&quot;), which the description does not
+        # record: test_parser_roundtrip lists it as a known failure.
+        assert "q&quot;uote" in output
+        return
+    grammar = to_grammar(c.shape, [declared])
+    assert grammar is not None
+    start = triggered_at(grammar, output)
+    assert start is not None, output
+    calls = c.shape.calls
+    assert calls is not None
+    last = calls.call[-1]
+    end = start + sum(len(marker.text) for marker in calls.section_open)
+    if isinstance(last, Marker) and last.text:
+        end = output.index(last.text, end) + len(last.text)
+    if calls.section_close:
+        end = output.index(calls.section_close[-1].text, end) + len(calls.section_close[-1].text)
+    elif not (isinstance(last, Marker) and last.text):
+        stops = [at for stop in c.shape.stops if (at := output.find(stop, start + 1)) >= 0]
+        end = len(output[: min(stops, default=len(output))].rstrip())
+    verdict = Checker(grammar.text).check(output[start:end])
+    assert verdict, f"{output[start:end]!r}: {verdict.reason}"
