@@ -736,6 +736,13 @@ class RawEnds:
         if not isinstance(step, int):
             return NEED if step is NEED else False
         j = skip_ws(text, step)
+        if not self.names:
+            # No tool declares its arguments: any name in the form's key spelling starts one.
+            m = _WORD_NAME.match(text, j)
+            if m is None or (m.end() == len(text) and not final):
+                return NEED if not final and (m is not None or j == len(text)) else False
+            after = match_literal(text, m.end(), self.after_key, final) if self.after_key else m.end()
+            return NEED if after is NEED else isinstance(after, int)
         for name in self.names:
             if text.startswith(name, j):
                 after = match_literal(text, j + len(name), self.after_key, final) if self.after_key else j

@@ -124,3 +124,16 @@ def test_an_enum_written_raw_is_one_of_its_values_in_the_grammar():
     for wrong in ('set_unit(unit="? celsius)', "set_unit(unit=fahrenheit)", "set_unit(unit=celsiuss)"):
         bad = written.replace("set_unit(unit=celsius)", wrong)
         assert bad != written and not checker.check(bad), bad
+
+
+def test_without_declared_tools_a_raw_string_ends_before_any_key():
+    """With no tool schema to name the arguments, the next argument is any name in the form's key
+    spelling after the separator."""
+    description, _ = _template()
+    message = Parser(description).parse(
+        "<|tool_call_start|>[write_file(path=notes/a.txt, content=a, b and c, n=3)]<|tool_call_end|>"
+    )
+    assert not message.errors, message.errors
+    assert [json.loads(call.arguments) for call in message.tool_calls] == [
+        {"path": "notes/a.txt", "content": "a, b and c", "n": 3}
+    ]
