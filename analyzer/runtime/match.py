@@ -83,8 +83,8 @@ def match_literal(text: str, i: int, literal: Markers, final: bool) -> Step:
         if text.startswith(marker.text, j):
             i = j + len(marker.text)
             continue
-        rest = text[j:]
-        if not final and marker.text.startswith(rest):
+        rest = text[j : j + len(marker.text)]  # no copy of all the rest: this runs at every candidate
+        if not final and marker.text.startswith(rest) and j + len(rest) == len(text):
             return NEED
         return Mismatch(f"expected {marker.text!r}")
     return i
@@ -487,7 +487,7 @@ def _match_form(
                 )
                 declared = properties.get(key) if isinstance(properties, dict) and key is not None else None
                 if bare is not None and isinstance(declared, dict) and declared.get("type") == "string":
-                    step = bare.end(text, j, final)
+                    step = bare.end(text, j, final, memo)
                     if not isinstance(step, int):
                         return step
                     raw_value, value_syntax, i = text[j:step], "raw", step
@@ -499,7 +499,7 @@ def _match_form(
                     if after_literal is NEED:
                         return NEED
                     if not after_literal:
-                        step = bare.end(text, j, final)
+                        step = bare.end(text, j, final, memo)
                         if not isinstance(step, int):
                             return step
                         raw_value, value_syntax, i = text[j:step], "raw", step
@@ -675,22 +675,29 @@ class RawEnds:
         self.following = tuple(t for t in following if t)
         self.closers = tuple(t for t in closers if t)
 
-    def end(self, text: str, i: int, final: bool) -> Step:
+    def end(self, text: str, i: int, final: bool, memo: Memo | None = None) -> Step:
+        """Where the value at ``i`` ends. ``memo`` keeps how far it was read in text that only grows:
+        a place found not to end it never does, so a stream reads each character once."""
         marks = [m.text for m in self.separator[:1]] + list(self.following)
-        at = i
+        at = memo.get(("raw", i), i) if memo is not None else i
+        found = {mark: text.find(mark, at) for mark in marks}
         while True:
-            found = [(text.find(mark, at), mark) for mark in marks]
-            found = [(k, mark) for k, mark in found if k != -1]
-            if not found:
+            places = [k for k in found.values() if k != -1]
+            if not places:
+                if memo is not None:
+                    memo[("raw", i)] = max(at, len(text) - max(map(len, marks), default=1) + 1, i)
                 return NEED if not final else Mismatch("argument value is not closed")
-            k, _ = min(found)
-            for mark in (mark for pos, mark in found if pos == k):
+            k = min(places)
+            for mark in [mark for mark, pos in found.items() if pos == k]:
                 verdict = self._ends_at(text, k, mark, final)
                 if verdict is NEED:
+                    if memo is not None:
+                        memo[("raw", i)] = k
                     return NEED
                 if verdict:
                     return k
             at = k + 1
+            found = {mark: (pos if pos >= at else text.find(mark, at)) for mark, pos in found.items()}
 
     def ends_here(self, text: str, i: int, final: bool) -> bool | _Need:
         """Whether the argument ends at ``i`` (right after a literal)."""
@@ -720,13 +727,15 @@ class RawEnds:
                 if closer != self.call_separator or not self.call_openers:
                     return True
                 # Between two calls: only where the next call opens after it.
-                rest = text[skip_ws(text, j + len(closer)) :]
-                if any(rest.startswith(opener) for opener in self.call_openers):
+                after = skip_ws(text, j + len(closer))
+                if any(text.startswith(opener, after) for opener in self.call_openers):
                     return True
-                if not final and any(opener.startswith(rest) for opener in self.call_openers):
+                if not final and any(
+                    opener.startswith(text[after : after + len(opener)]) for opener in self.call_openers
+                ):
                     return NEED
                 continue
-            if not final and closer.startswith(text[j:]):
+            if not final and closer.startswith(text[j : j + len(closer)]):
                 return NEED
         return not self.closers
 
@@ -750,7 +759,7 @@ class RawEnds:
                     return NEED
                 if isinstance(after, int):
                     return True
-            elif not final and name.startswith(text[j:]):
+            elif not final and name.startswith(text[j : j + len(name)]):
                 return NEED
         return False
 
