@@ -773,7 +773,8 @@ def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | N
         if not name or not text.startswith(name, i):
             continue
         j = i + len(name)
-        rest = text[skip_ws(text, j) :] if end else text[j : j + 1]
+        at = skip_ws(text, j)
+        rest = text[at : at + len(end)] if end else text[j : j + 1]
         if end and rest.startswith(end):
             return j
         if end and not final and end.startswith(rest):
