@@ -250,3 +250,29 @@ def test_nested_tags_are_read_as_nested_values(corpus_dir, arguments):
     for delta in stream.finish():
         apply(streamed, delta)
     assert streamed.to_dict() == message.to_dict()
+
+
+def test_after_content_a_call_that_opens_with_a_name_stands_behind_the_separator():
+    """Read off the shape, not a template: calls open with a tool's name at the start of the output
+    and are separated by a marker, so after content a call stands behind that marker; text with the
+    marker and no declared name after it stays content."""
+    from analyzer.lower import calls_shape, output_shape
+    from analyzer.runtime.shape import JsonArgs, Marker, Name, Trigger
+
+    call = (Name(), Marker("", lead="\n"), JsonArgs("object"))
+    calls = calls_shape((), (), (Marker("|next|"),), call, trigger=Trigger(tool_name=True, at_start=True))
+    parser = Parser(output_shape("demo", calls=calls, stops=("<end>",)), TOOLS)
+    output = 'a |next| b, then|next|get_weather\n{"location": "Oslo"}|next|search\n{"query": "q"}<end>'
+    message = parser.parse(output)
+    assert message.content == "a |next| b, then" and not message.errors
+    assert [(c.name, json.loads(c.arguments)) for c in message.tool_calls] == [
+        ("get_weather", {"location": "Oslo"}),
+        ("search", {"query": "q"}),
+    ]
+    streamed, stream = Message(), parser.stream()
+    for ch in output:
+        for delta in stream.feed(ch):
+            apply(streamed, delta)
+    for delta in stream.finish():
+        apply(streamed, delta)
+    assert streamed.to_dict() == message.to_dict()
