@@ -638,7 +638,8 @@ def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:
     pattern = ""
     for k, part in enumerate(parts):
         if isinstance(part, ArgKey):
-            marked = k + 1 < len(parts) and isinstance(parts[k + 1], Marker) and bool(parts[k + 1].text)
+            following = parts[k + 1] if k + 1 < len(parts) else None
+            marked = isinstance(following, Marker) and bool(following.text)
             pattern += rf"(?P<key>{_NAME_BEFORE_MARKER if marked else _NAME})"
         elif isinstance(part, ArgValue):
             pattern += (
