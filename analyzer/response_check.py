@@ -69,6 +69,18 @@ TOOLS: list[dict[str, Any]] = [
             "tags": {"type": "array", "items": {"type": "string"}},
         },
     ),
+    _tool("météo", "Le temps qu'il fait", {"ville": {"type": "string"}, "ключ": {"type": "string"}}, ("ville",)),
+    _tool('q"uote', "A name with a quote", {'a"b': {"type": "string"}}),
+    _tool(
+        "write_file",
+        "Write a file",
+        {
+            "path": {"type": "string"},
+            "content": {"type": "string"},
+            "mode": {"type": "string", "enum": ["create", "append"]},
+        },
+        ("path", "content"),
+    ),
 ]
 USER = {"role": "user", "content": "What is the weather?"}
 # The fields transformers serve takes reasoning from, in its order.
@@ -94,6 +106,11 @@ CASES: dict[str, Case] = {
     "unicode and multi-line": Case(calls=(("search", {"query": 'línea 1\nline "2" <b>&'}),)),
     "nested object": Case(calls=(("search", {"query": "q", "filters": {"tags": ["a", "b"], "year": 2024}}),)),
     "no arguments": Case(calls=(("list_files", {}),)),
+    "non-ASCII names": Case(calls=(("météo", {"ville": "Paris", "ключ": "v"}),)),
+    "quotes in names": Case(calls=(('q"uote', {'a"b': "1"}),)),
+    "raw strings with commas and newlines": Case(
+        calls=(("write_file", {"path": "notes/a.txt", "content": "line1, x=2)\nline2", "mode": "append"}),)
+    ),
     "reasoning and answer": Case(content=ANSWER, reasoning=REASONING),
     "reasoning and a call": Case(reasoning=REASONING, calls=(("get_weather", {"location": "Oslo"}),)),
     "string argument": Case(calls=(("configure", {"text": "Paris, France"}),)),
@@ -246,7 +263,7 @@ def _check_case(
     except RenderError as exc:
         why = "refuses it" if exc.raised_by_template else "fails to render it"
         return CaseResult(name, "n/a", (f"the template {why}: {exc.message}",))
-    wrote = _what_the_template_wrote(output, case)
+    wrote = _what_the_template_wrote(output, case, description)
     if isinstance(wrote, str):
         return CaseResult(name, "n/a", (wrote,), output)
     chat_parsing, _ = _transformers()
@@ -303,15 +320,21 @@ def _written_texts(case: Case) -> list[str]:
     return [text for text in (case.content, *(name for name, _ in case.calls)) if text]
 
 
-def _what_the_template_wrote(output: str, case: Case) -> dict[str, Any] | str:
+def _what_the_template_wrote(
+    output: str, case: Case, description: FormatDescription | None = None
+) -> dict[str, Any] | str:
     """The message the template's render holds, or why the case cannot be checked (a part of the turn
-    that the template leaves out of its render)."""
+    that the template leaves out of its render, or a render that is itself broken)."""
     if case.reasoning and case.reasoning not in output:
         return "the template does not write this turn's reasoning"
     if case.content and case.content not in output:
         return "the template does not write this turn's content"
-    if any(name not in output for name, _ in case.calls):
+    if any(name not in output and json.dumps(name)[1:-1] not in output for name, _ in case.calls):
         return "the template does not write this turn's calls"
+    if description is not None and isinstance(description.calls, Calls) and description.calls.json_call is not None:
+        for name, _ in case.calls:
+            if '"' in name and f'"{name}"' in output and json.dumps(name) not in output:
+                return f"the template writes the name {name!r} into JSON without escaping it, which is no JSON"
     return {
         "content": case.content or "",
         "reasoning_content": case.reasoning or "",

@@ -17,7 +17,7 @@ import pytest
 from helpers.cli import run
 from helpers.golden import golden
 from helpers.roundtrip import CASES as ROUND_TRIP_CASES
-from helpers.roundtrip import compile_for, model_output, not_written
+from helpers.roundtrip import compile_for, model_output, not_written, unreadable_render
 from helpers.transformers_parse import compare, prompt_for
 from transformers.cli.serving.utils import _RESPONSE_TEMPLATE_FALLBACKS
 
@@ -43,10 +43,10 @@ def _round_trip_failures(name, template, corpus_dir):
     prompt = prompt_for(description, compiled)
     failures = set()
     for case, (content, calls) in ROUND_TRIP_CASES.items():
-        if not not_written(description, content, calls) and compare(
-            description, template, prompt, model_output(description, compiled, content, calls)
-        ):
-            failures.add(case)
+        if not not_written(description, content, calls):
+            output = model_output(description, compiled, content, calls)
+            if not unreadable_render(description, output, calls) and compare(description, template, prompt, output):
+                failures.add(case)
     return failures
 
 
@@ -132,8 +132,9 @@ FALLBACK_FINDINGS = {
     ("qwen2", "Qwen-QwQ-32B"): set(),
     ("qwen3_moe", "Qwen3-Coder"): CALL_CASES - {"reasoning and a call"},
     ("qwen3_5", "Qwen3.5-4B"): set(),
-    ("gemma4", "google-gemma-4-31B-it"): {"null argument"},
-    ("gemma4", "google-gemma-4-31B-it-interleaved"): {"null argument"},
+    # (a key with a quote: the json dialect does not read it unquoted, as the template writes it)
+    ("gemma4", "google-gemma-4-31B-it"): {"null argument", "quotes in names"},
+    ("gemma4", "google-gemma-4-31B-it-interleaved"): {"null argument", "quotes in names"},
 }
 
 

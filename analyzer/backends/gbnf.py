@@ -33,6 +33,7 @@ from analyzer.backends.json_schema_gbnf import (
     SchemaRules,
     char_class,
     choice,
+    group,
     literal,
     optional,
     ordered,
@@ -44,6 +45,7 @@ from analyzer.runtime.shape import (
     ArgKey,
     ArgPart,
     ArgumentShape,
+    ArgValue,
     CallId,
     CallsShape,
     IdForm,
@@ -131,7 +133,7 @@ def to_grammar(
         return Grammar(
             builder.rules.text(replies[0]),
             True,
-            (_trigger(shape, shape.calls, declared),),
+            _triggers(shape, shape.calls, declared),
             preserved_tokens(shape),
             shape.server_stops,
         )
@@ -154,6 +156,18 @@ def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
             if text and text not in found:
                 found.append(text)
     return tuple(found)
+
+
+def _triggers(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> tuple[GrammarTrigger, ...]:
+    """Where a lazy grammar starts. Calls that open with a tool's name at the start of the output come
+    after content behind the separator's first marker (``>>>get_weather``), as every later call does:
+    the grammar holds from the name there too."""
+    first = _trigger(shape, calls, tools)
+    if not (calls.trigger.tool_name and calls.separator and calls.separator[0].text):
+        return (first,)
+    names = "|".join(re.escape(tool.name) for tool in tools)
+    behind = r"\s*".join(re.escape(marker.text) for marker in calls.separator if marker.text)
+    return first, GrammarTrigger(TRIGGER_PATTERN, rf"{behind}\s*((?:{names})[\s\S]*)")
 
 
 def _trigger(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> GrammarTrigger:
@@ -511,12 +525,89 @@ class _Builder:
                 rules = self.json if form.syntax == "json" else self.python
                 pieces.append(_Piece(rules.value(schema, hint), lead=True, trail=True))
                 i += 1
+            elif (tag := _tag_texts(parts)) is not None and (nested := self.tag_value(tag, schema, hint)) is not None:
+                # An object or array written as nested tags in the argument form (MiniMax-M3).
+                pieces.append(_Piece(nested))
+                i += 1
+            elif form.syntax == "raw" and _string_choices(schema):
+                # A raw string with nothing written after it (f(unit=kelvin)): still one of its values.
+                pieces.append(_Piece(choice(literal(value) for value in _string_choices(schema))))
+                i += 1
             else:
                 # Unknown syntax (or raw text with no marker after it): text up to the next marker,
                 # brackets balanced so a nested object or list may hold that marker's first character.
                 pieces.append(_Piece(self.loose(ends[0].text[0] if ends else stops)))
                 i += 1
         return self.join(pieces).expr
+
+    def tag_value(self, tag: tuple[str, str, str, str], schema: Any, hint: str) -> str | None:
+        """An object's members or an array's items as tags in the argument form, nested; None for a
+        schema that does not list what they are (a free-form object). The marker a template writes
+        between two arguments it writes before the first member too, and not after the last (the
+        value's closing marker starts with it)."""
+        opening, middle, closing, end = tag
+        between = next(
+            (end[-n:] for n in range(min(len(end), len(closing)), 0, -1) if closing.startswith(end[-n:])), ""
+        )
+        kind = _json_type(schema)
+        if kind == "object":
+            properties = schema.get("properties") if isinstance(schema, dict) else None
+            if not isinstance(properties, dict) or not properties:
+                return None
+            required = set(schema.get("required") or ())
+            members = []
+            for key, member in properties.items():
+                value = self.tag_member_value(tag, member, f"{hint}-{key}")
+                if value is None:
+                    return None
+                body, closed = value
+                members.append(
+                    (
+                        seq(
+                            literal(between + opening + key + middle),
+                            body,
+                            literal(closed + key + end[: len(end) - len(between)]),
+                        ),
+                        key in required,
+                    )
+                )
+            return ordered(members, "")
+        if kind == "array":
+            items = schema.get("items", {}) if isinstance(schema, dict) else {}
+            value = self.tag_member_value(tag, items, f"{hint}-item")
+            if value is None:
+                return None
+            body, closed = value
+            # The template names each item with a tag of its own choosing, which the shape does not keep.
+            name = self.rules.add(
+                "tag-name", char_class(set(middle[:1]) | set(closing[:1]) | set(" \t\n\r"), negated=True) + "+"
+            )
+            item = seq(
+                literal(between + opening),
+                name,
+                literal(middle),
+                body,
+                literal(closed),
+                name,
+                literal(end[: len(end) - len(between)]),
+            )
+            return group(item) + "*"
+        return None
+
+    def tag_member_value(self, tag: tuple[str, str, str, str], schema: Any, hint: str) -> tuple[str, str] | None:
+        """A member's value and the part of the closing marker left to write after it (a string's text
+        takes the closing marker in)."""
+        closing = tag[2]
+        kind = _json_type(schema)
+        if kind in ("object", "array"):
+            nested = self.tag_value(tag, schema, hint)
+            return None if nested is None else (nested, closing)
+        if kind == "string":
+            choices = _string_choices(schema)
+            if choices:
+                return choice(literal(value) for value in choices), closing
+            return text_until(self.rules, "tag-text", closing), ""
+        return self.json.value(schema, hint), closing
 
     def loose(self, stops: str) -> str:
         """Any text with balanced ``{}``/``[]`` that holds the characters of ``stops`` only inside brackets."""
@@ -536,6 +627,26 @@ def _run(parts: list[ArgPart], start: int, step: int) -> Markers:
         found.append(part)
         i += step
     return tuple(found if step > 0 else reversed(found))
+
+
+def _tag_texts(parts: list[Any]) -> tuple[str, str, str, str] | None:
+    """The texts of an argument form that writes its value between tags naming the key
+    (``<`` key ``>`` value ``</`` key ``>``): before the key, between key and value, after the value,
+    after the closing key; None for any other form."""
+    kinds = [type(part) for part in parts]
+    if kinds.count(ArgKey) != 2 or ArgValue not in kinds:
+        return None
+    first, value = kinds.index(ArgKey), kinds.index(ArgValue)
+    second = len(kinds) - 1 - kinds[::-1].index(ArgKey)
+    if not first < value < second:
+        return None
+    texts = [
+        "".join(part.text for part in parts[start:stop] if isinstance(part, Marker))
+        for start, stop in ((0, first), (first + 1, value), (value + 1, second), (second + 1, len(parts)))
+    ]
+    if not all(texts) or any(not isinstance(part, Marker) for part in parts[:first] + parts[second + 1 :]):
+        return None
+    return texts[0], texts[1], texts[2], texts[3]
 
 
 def _id_chars(form: IdForm) -> str:

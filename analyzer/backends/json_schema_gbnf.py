@@ -195,11 +195,12 @@ class SchemaRules:
         return literal("null")
 
     def key(self, name: str) -> str:
-        return literal(json.dumps(name, ensure_ascii=False))
+        return self.constant(name)
 
     def constant(self, value: Any) -> str:
-        """One value written exactly as ``json.dumps`` writes it."""
-        return literal(json.dumps(value, ensure_ascii=False))
+        """One value written exactly as ``json.dumps`` writes it: characters beyond ASCII as they are,
+        or escaped (``\u043a``) as a ``tojson`` that keeps to ASCII writes them."""
+        return choice((literal(json.dumps(value, ensure_ascii=False)), literal(json.dumps(value))))
 
     def integer(self) -> str:
         return self.rules.add("integer", _INTEGER)

@@ -59,8 +59,11 @@ from analyzer.runtime.shape import (
 VERSION = 1
 # The key tokenizer_config.json holds it under, which tokenizers load as ``tokenizer.response_template``.
 CONFIG_KEY = "response_template"
-# The characters the runtime reads a function or argument name from.
-_NAME = r"[A-Za-z0-9_.\-]+"
+# A function or argument name with no marker after it: word characters of any script, dots, dashes.
+_NAME = r"[\w.\-]+"
+# One a marker follows: written as is, up to that marker (a quote, any script), as the runtime reads it.
+_NAME_BEFORE_MARKER = r"\S+?"
+_NAME_BEFORE_SPACE = r"[^\s{\[]+"
 # A transform placeholder reaches into a value by keys made of word characters only.
 _PLACEHOLDER_KEY = re.compile(r"\w+")
 # The field reasoning goes to. transformers serve reads "reasoning_content", "thinking" or "reasoning";
@@ -363,7 +366,7 @@ class _Builder:
     def opener(self, calls: CallsShape, head: tuple[Part, ...], body: Part) -> dict[str, str]:
         """What a call writes before its arguments, after the section opener or the separator."""
         before = [_flex(calls.section_open), _flex(calls.separator or ())]
-        pattern = self.sequence(head)
+        pattern = self.sequence(head, _starts(body, calls))
         literal_first = bool(head) and isinstance(head[0], Marker) and bool(head[0].text)
         if literal_first:
             lead = _either(before)
@@ -437,9 +440,21 @@ class _Builder:
 
     # ------------------------------------------------------------------ one method per part kind
 
-    def sequence(self, parts: tuple[Part, ...]) -> str:
-        """Markers and the fields around the arguments as one regex, whitespace free between them."""
-        return r"\s*".join(piece for piece in map(self.part, parts) if piece)
+    def sequence(self, parts: tuple[Part, ...], ends: str = "") -> str:
+        """Markers and the fields around the arguments as one regex, whitespace free between them.
+        ``ends``: the characters what follows the last part may start with."""
+        pieces = []
+        for k, part in enumerate(parts):
+            after = parts[k + 1] if k + 1 < len(parts) else None
+            if isinstance(part, Name) and isinstance(after, Marker):
+                # Up to the marker after it, or, where whitespace is written after it, up to that.
+                pieces.append(rf"(?P<name>{_NAME_BEFORE_MARKER if after.text else _NAME_BEFORE_SPACE})")
+            elif isinstance(part, Name) and after is None and ends:
+                # The runtime reads a name up to what may follow it.
+                pieces.append(rf"(?P<name>[^\s{''.join(re.escape(ch) for ch in sorted(set(ends)))}]+)")
+            else:
+                pieces.append(self.part(part))
+        return r"\s*".join(piece for piece in pieces if piece)
 
     def part(self, part: Part) -> str:
         match part:
@@ -594,6 +609,16 @@ def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape
     return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
 
 
+def _starts(body: Part, calls: CallsShape) -> str:
+    """The characters a call's arguments part may start with, or what follows it when it is empty."""
+    if isinstance(body, KeyValueArgs):
+        firsts = [form.parts[0].text[:1] for form in body.forms if isinstance(form.parts[0], Marker)]
+        at = calls.call.index(body)
+        after = next((p.text[:1] for p in calls.call[at + 1 :] if isinstance(p, Marker) and p.text), "")
+        return "".join(firsts) + after
+    return "{["
+
+
 def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:
     """One argument form as xml-inline's tag pattern (named groups key and value). The value runs to
     the literal after it, less exactly the whitespace the template writes around it (a value's own
@@ -613,7 +638,9 @@ def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:
     pattern = ""
     for k, part in enumerate(parts):
         if isinstance(part, ArgKey):
-            pattern += rf"(?P<key>{_NAME})"
+            following = parts[k + 1] if k + 1 < len(parts) else None
+            marked = isinstance(following, Marker) and bool(following.text)
+            pattern += rf"(?P<key>{_NAME_BEFORE_MARKER if marked else _NAME})"
         elif isinstance(part, ArgValue):
             pattern += (
                 (f"(?:{_spaces(before)})?" if before else "") + value + (f"(?:{_spaces(after)})?" if after else "")

@@ -17,6 +17,7 @@ from typing import Any
 
 from .shape import (
     ArgKey,
+    ArgPart,
     ArgumentShape,
     ArgValue,
     CallId,
@@ -60,7 +61,8 @@ class Mismatch:
 
 
 Step = int | _Need | Mismatch
-_NAME_CHARS = re.compile(r"[A-Za-z0-9_\-.]+")
+# A name with nothing written after it to end it: a run of word characters (any script), dots, dashes.
+_WORD_NAME = re.compile(r"[\w.\-]+")
 _INDEX_DIGITS = re.compile(r"\d+")
 _ID_PATTERNS: dict[IdForm, re.Pattern[str]] = {}
 
@@ -83,8 +85,8 @@ def match_literal(text: str, i: int, literal: Markers, final: bool) -> Step:
         if text.startswith(marker.text, j):
             i = j + len(marker.text)
             continue
-        rest = text[j:]
-        if not final and marker.text.startswith(rest):
+        rest = text[j : j + len(marker.text)]  # no copy of all the rest: this runs at every candidate
+        if not final and marker.text.startswith(rest) and j + len(rest) == len(text):
             return NEED
         return Mismatch(f"expected {marker.text!r}")
     return i
@@ -109,8 +111,14 @@ class CallMatcher:
         tools: dict[str, dict[str, Any]],
         closers: tuple[str, ...],
         memo: Memo | None = None,
+        *,
+        call_separator: str = "",
+        next_call: tuple[str, ...] = (),
     ):
         self.parts = parts
+        # Between two calls, and what the next one opens with: a raw value is over at its call's end
+        # only where another call follows that separator.
+        self.call_separator, self.next_call = call_separator, next_call
         # How far values were scanned in text that only grows between matches (the caller clears it
         # when the text changes otherwise), so that matching a long call again costs nothing extra.
         self.memo = memo
@@ -118,6 +126,8 @@ class CallMatcher:
         self.names = sorted(tools, key=len, reverse=True)
         # Text that may follow a call: a separator, the section closer, a stop string.
         self.closers = closers
+        # What may stand right after each name part: it ends an undeclared name.
+        self._name_ends = {id(part): self._ends_after(k) for k, part in enumerate(parts) if isinstance(part, Name)}
 
     def match(self, text: str, start: int, final: bool) -> CallMatch | _Need | Mismatch:
         result = CallMatch(start)
@@ -139,6 +149,20 @@ class CallMatcher:
                 continue
             return ()
         return self.closers
+
+    def _ends_after(self, k: int) -> tuple[str, ...]:
+        """The texts that may follow part ``k``: the next marker, or the first marker of each argument
+        form when arguments come next (they may also be absent: then what follows them)."""
+        found: list[str] = []
+        for part in self.parts[k + 1 :]:
+            if isinstance(part, Marker):
+                found.append(part.text)
+                return tuple(found)
+            if isinstance(part, KeyValueArgs):
+                found += [form.parts[0].text for form in part.forms if isinstance(form.parts[0], Marker)]
+                continue
+            return tuple(found)
+        return (*found, *self.closers)
 
     def _match_part(
         self, part: Part, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
@@ -166,14 +190,12 @@ class CallMatcher:
                     return NEED  # the name may go on
                 result.name = name
                 return end
-        m = _NAME_CHARS.match(text, i)
-        if m is None:
-            return NEED if (i == len(text) and not final) else Mismatch("expected a function name")
-        if m.end() == len(text) and not final:
-            return NEED
-        name = _before_following(m.group(), following)
-        result.name = name
-        return i + len(name)
+        step = read_name(text, i, final, self._name_ends.get(id(part), following))
+        if isinstance(step, int):
+            result.name = text[i:step]
+        elif isinstance(step, Mismatch):
+            return Mismatch("expected a function name")
+        return step
 
     def call_id(
         self, part: CallId, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
@@ -182,7 +204,12 @@ class CallMatcher:
         m = _id_regex(part.form).match(text, i)
         if m is None or (m.end() == len(text) and not final):
             return NEED if not final and len(text) - i < 9 + 64 else Mismatch("expected a call id")
-        value = _before_following(m.group(), following)
+        value = m.group()
+        for tail in following:
+            # The marker that follows may be made of id characters: the id ends where it begins.
+            cut = value.find(tail) if tail else -1
+            if cut > 0:
+                value = value[:cut]
         result.call_id = value
         return i + len(value)
 
@@ -293,6 +320,9 @@ class CallMatcher:
                     part.string_wrapper,
                     part.string_quotes,
                     self.memo,
+                    separator,
+                    self.closers,
+                    (self.call_separator, self.next_call),
                 )
                 if outcome is NEED:
                     # An earlier form may still match once more text arrives: decide then, so that
@@ -315,14 +345,26 @@ class CallMatcher:
         return i
 
 
-def _before_following(token: str, following: tuple[str, ...]) -> str:
-    """A name or id read greedily, cut where the marker that follows it begins inside it (a marker
-    such as ``.`` or ``-`` may be made of name characters)."""
-    for tail in following:
-        cut = token.find(tail) if tail else -1
-        if cut > 0:
-            token = token[:cut]
-    return token
+def read_name(text: str, i: int, final: bool, ends: tuple[str, ...]) -> Step:
+    """Where a name that none of the declared ones is ends: it is written as is, up to the marker that
+    follows it in the shape (``ends``; "" where whitespace follows), so it holds no whitespace and none
+    of the characters that marker starts with (a name with those is read only when declared). With
+    nothing written after it (a value follows), a run of word characters of any script."""
+    starts = {end[0] for end in ends if end}
+    if "" in ends:
+        starts |= set("{[")  # whitespace was written before the value: one written without it ends the name too
+    if starts:
+        j = i
+        while j < len(text) and not text[j].isspace() and text[j] not in starts:
+            j += 1
+    else:
+        m = _WORD_NAME.match(text, i)
+        j = m.end() if m else i
+    if j == len(text) and not final:
+        return NEED  # the name may go on
+    if j == i:
+        return Mismatch("expected a name")
+    return j
 
 
 # each handler takes the kind of part it is keyed by
@@ -398,8 +440,13 @@ def _match_form(
     wrapper: tuple[str, str] = ("", ""),
     quotes: tuple[str, str] = ("", ""),
     memo: Memo | None = None,
+    separator: Markers = (),
+    closers: tuple[str, ...] = (),
+    next_call: tuple[str, tuple[str, ...]] = ("", ()),
 ) -> tuple[int, str, Any] | _Need | Mismatch:
-    """One argument written in one of the group's (shared) forms: (end, name, value)."""
+    """One argument written in one of the group's (shared) forms: (end, name, value). ``separator``:
+    what stands between two arguments; ``closers``: what may follow the whole call; ``next_call``: the
+    separator between calls and what a call opens with."""
     parts = group[0].parts
     key: str | None = None
     raw_value: str | None = None
@@ -413,27 +460,22 @@ def _match_form(
                 return step
             i = step
         elif isinstance(part, ArgKey):
-            m = _NAME_CHARS.match(text, i)
-            if m is None:
-                return NEED if (i == len(text) and not final) else Mismatch("expected an argument name")
-            if m.end() == len(text) and not final:
-                return NEED
-            name = m.group()
             after = _markers_after(parts, k)
-            if after and after[0].text:
-                cut = name.find(after[0].text[0])
-                if cut > 0:
-                    name = name[:cut]
+            read = _read_key(text, i, final, properties, after[0] if after else None)
+            if not isinstance(read, int):
+                return read if read is NEED else Mismatch("expected an argument name")
+            name = text[i:read]
             if key is not None and name != key:
                 return Mismatch(f"argument {key!r} is closed as {name!r}")  # <a>...</b>: no argument of either
             key = name
-            i += len(name)
+            i = read
         elif isinstance(part, ArgValue):
             after = _markers_after(parts, k)
             stop = _spelled(after).strip()
             syntaxes = {form.syntax for form in group}
             if stop and ("raw" in syntaxes or "unknown" in syntaxes):
-                at = text.find(stop, i)
+                tag = _tag_of(parts, k, key)
+                at = tag.close_at(text, i) if tag is not None else text.find(stop, i)
                 # A value never runs past the end of its call.
                 ends = [e for e in (text.find(t, i) for t in following if t) if e != -1]
                 if at != -1 and ends and at > min(ends):
@@ -447,7 +489,30 @@ def _match_form(
                 i = at
             else:
                 j = skip_ws(text, i)
+                # A string the template writes as is with nothing after it (f(path=notes/a.txt, n=2)):
+                # it runs to the next argument or the end of the call.
+                bare = (
+                    RawEnds(parts, properties, separator, following, closers, next_call) if "raw" in syntaxes else None
+                )
+                declared = properties.get(key) if isinstance(properties, dict) and key is not None else None
+                if bare is not None and isinstance(declared, dict) and declared.get("type") == "string":
+                    step = bare.end(text, j, final, memo)
+                    if not isinstance(step, int):
+                        return step
+                    raw_value, value_syntax, i = text[j:step], "raw", step
+                    continue
                 end = value_end(text, j, memo)
+                if bare is not None and (end == INVALID or (end == INCOMPLETE and final) or end >= 0):
+                    # A literal only if the argument ends right after it (3 is one; "3 apples" is text).
+                    after_literal = bare.ends_here(text, end, final) if end >= 0 else False
+                    if after_literal is NEED:
+                        return NEED
+                    if not after_literal:
+                        step = bare.end(text, j, final, memo)
+                        if not isinstance(step, int):
+                            return step
+                        raw_value, value_syntax, i = text[j:step], "raw", step
+                        continue
                 if end == INCOMPLETE:
                     return NEED if not final else Mismatch("argument value ends early")
                 if end == INVALID:
@@ -471,6 +536,10 @@ def _match_form(
         opener, closer = wrapper
         if opener and raw_value.startswith(opener) and raw_value.endswith(closer):
             raw_value = raw_value[len(opener) : len(raw_value) - len(closer)]
+        if json_type != "string" and _tag_of(parts, _value_at(parts), key) is not None:
+            nested = _read_tags(raw_value, group, schema, escaping, wrapper, quotes)
+            if nested is not None:
+                return i, key, nested
         if quotes[0] and raw_value.lstrip()[:1] in ("{", "[") and json_type in (None, "object", "array"):
             try:
                 return i, key, decode_notation(raw_value, *quotes)
@@ -487,6 +556,242 @@ def _match_form(
     if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
         value = raw_value[1:-1]  # quoted by the template but never escaped
     return i, key, value
+
+
+@dataclass(frozen=True, slots=True)
+class _Tag:
+    """An argument written as a tag named by its key, closed by a tag naming it again
+    (``<k>value</k>``): its value may hold the same tag, nested, so it ends at the close that
+    balances it."""
+
+    opening: str
+    closing: str
+
+    def close_at(self, text: str, i: int) -> int:
+        """Where the closing marker that ends the value at ``i`` starts; -1 when it has not come."""
+        depth, at = 1, i
+        while True:
+            close = text.find(self.closing, at)
+            if close == -1:
+                return -1
+            nested = text.find(self.opening, at, close)
+            if nested != -1:
+                depth, at = depth + 1, nested + len(self.opening)
+                continue
+            depth -= 1
+            if depth == 0:
+                return close
+            at = close + len(self.closing)
+
+
+def _value_at(parts: tuple[ArgPart, ...]) -> int:
+    return next(k for k, part in enumerate(parts) if isinstance(part, ArgValue))
+
+
+def _tag_of(parts: tuple[ArgPart, ...], k: int, key: str | None) -> _Tag | None:
+    """The tag of argument ``key`` when the form closes its value (part ``k``) with markers and the
+    key again, and opens it with markers and the key; else None."""
+    after = _markers_after(parts, k)
+    second = k + len(after) + 1
+    if key is None or not after or second >= len(parts) or not isinstance(parts[second], ArgKey):
+        return None
+    first = next(j for j, part in enumerate(parts) if isinstance(part, ArgKey))
+    before, between = _markers_before(parts, first), _markers_after(parts, first)
+    end = _markers_after(parts, second)
+    if not before or not between or not end:
+        return None
+    return _Tag(
+        _spelled(before).strip() + key + between[0].text[:1],
+        _spelled(after).strip() + key + end[0].text[:1],
+    )
+
+
+def _read_tags(
+    value: str,
+    group: list[ArgumentShape],
+    schema: Any,
+    escaping: str,
+    wrapper: tuple[str, str],
+    quotes: tuple[str, str],
+) -> Any:
+    """An object or array written as arguments are, each member a tag in the argument form
+    (``<filters><lang>fr</lang><tags><item>a</item></tags></filters>``); None when ``value`` is not
+    that. A template that writes a marker between two arguments writes it before the first member too
+    (``]<]minimax[>`` of MiniMax-M3): that leading part of the closing marker moves to the end, where
+    the last member's form ends with it."""
+    parts = group[0].parts
+    k = _value_at(parts)
+    after = _spelled(_markers_after(parts, k)).strip()
+    first = next(j for j, part in enumerate(parts) if isinstance(part, ArgKey))
+    opener = _spelled(_markers_before(parts, first)).strip()
+    text = value.strip()
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if after.startswith(text) and (text or kind in ("object", "array")):
+        return [] if kind == "array" else {}  # no member: at most the part written before the first
+    lead = next((n for n in range(len(after), -1, -1) if text.startswith(after[:n] + opener)), -1)
+    if lead == -1 or not opener:
+        return None
+    text = text[lead:] + after[:lead]
+    members: list[tuple[str, Any]] = []
+    items = _EveryKey(schema.get("items", {}) if isinstance(schema, dict) else {})
+    properties = schema.get("properties", {}) if isinstance(schema, dict) and kind != "array" else items
+    i = 0
+    while (i := skip_ws(text, i)) < len(text):
+        outcome = _match_form(group, text, i, True, properties, escaping, (), wrapper, quotes)
+        if not isinstance(outcome, tuple):
+            return None
+        i, name, member = outcome
+        members.append((name, member))
+    names = {name for name, _ in members}
+    if kind == "array" or (kind is None and len(members) > 1 and len(names) == 1):
+        return [member for _, member in members]
+    return dict(members)
+
+
+class _EveryKey(dict):  # type: ignore[type-arg]  # a dict to the code that reads properties
+    """Properties where every key has one schema: an array's items, whatever tag names them."""
+
+    def __init__(self, schema: Any) -> None:
+        super().__init__()
+        self.schema = schema
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.schema
+
+
+class RawEnds:
+    """Where a value written as is, with no marker after it, ends: before the separator when a declared
+    argument of the tool follows it (its key written as the form writes keys), or before what follows
+    the arguments when the call's own closers come after that; else it goes on (the value holds it)."""
+
+    def __init__(
+        self,
+        parts: tuple[ArgPart, ...],
+        properties: Any,
+        separator: Markers,
+        following: tuple[str, ...],
+        closers: tuple[str, ...],
+        next_call: tuple[str, tuple[str, ...]] = ("", ()),
+    ) -> None:
+        self.call_separator, self.call_openers = next_call[0], tuple(t for t in next_call[1] if t)
+        at = next(k for k, part in enumerate(parts) if isinstance(part, ArgKey))
+        self.before_key = tuple(p for p in parts[:at] if isinstance(p, Marker) and p.text)
+        self.after_key = tuple(p for p in _markers_after(parts, at) if p.text)
+        self.names = sorted(properties, key=len, reverse=True) if isinstance(properties, dict) else []
+        self.separator = tuple(m for m in separator if m.text)
+        self.following = tuple(t for t in following if t)
+        self.closers = tuple(t for t in closers if t)
+
+    def end(self, text: str, i: int, final: bool, memo: Memo | None = None) -> Step:
+        """Where the value at ``i`` ends. ``memo`` keeps how far it was read in text that only grows:
+        a place found not to end it never does, so a stream reads each character once."""
+        marks = [m.text for m in self.separator[:1]] + list(self.following)
+        kept = memo.get(("raw", i), i) if memo is not None else i
+        at = kept if isinstance(kept, int) else i  # a raw value's entry is always a position
+        found = {mark: text.find(mark, at) for mark in marks}
+        while True:
+            places = [k for k in found.values() if k != -1]
+            if not places:
+                if memo is not None:
+                    memo[("raw", i)] = max(at, len(text) - max(map(len, marks), default=1) + 1, i)
+                return NEED if not final else Mismatch("argument value is not closed")
+            k = min(places)
+            for mark in [mark for mark, pos in found.items() if pos == k]:
+                verdict = self._ends_at(text, k, mark, final)
+                if verdict is NEED:
+                    if memo is not None:
+                        memo[("raw", i)] = k
+                    return NEED
+                if verdict:
+                    return k
+            at = k + 1
+            found = {mark: (pos if pos >= at else text.find(mark, at)) for mark, pos in found.items()}
+
+    def ends_here(self, text: str, i: int, final: bool) -> bool | _Need:
+        """Whether the argument ends at ``i`` (right after a literal)."""
+        j = skip_ws(text, i)
+        if j == len(text):
+            return NEED if not final else True
+        for mark in [m.text for m in self.separator[:1]] + list(self.following):
+            if text.startswith(mark, j):
+                verdict = self._ends_at(text, j, mark, final)
+                if verdict is not False:
+                    return verdict
+        return False
+
+    def _ends_at(self, text: str, k: int, mark: str, final: bool) -> bool | _Need:
+        if self.separator and mark == self.separator[0].text:
+            step = match_literal(text, k, self.separator, final)
+            if not isinstance(step, int):
+                return NEED if step is NEED else False
+            return self._key_at(text, step, final)
+        # What follows the arguments: the call must end there, the text after it being what may
+        # follow a call (or nothing, at the end of the output).
+        j = skip_ws(text, k + len(mark))
+        if j == len(text):
+            return NEED if not final else True
+        for closer in self.closers:
+            if text.startswith(closer, j):
+                if closer != self.call_separator or not self.call_openers:
+                    return True
+                # Between two calls: only where the next call opens after it.
+                after = skip_ws(text, j + len(closer))
+                if any(text.startswith(opener, after) for opener in self.call_openers):
+                    return True
+                if not final and any(
+                    opener.startswith(text[after : after + len(opener)]) for opener in self.call_openers
+                ):
+                    return NEED
+                continue
+            if not final and closer.startswith(text[j : j + len(closer)]):
+                return NEED
+        return not self.closers
+
+    def _key_at(self, text: str, i: int, final: bool) -> bool | _Need:
+        """Whether a declared argument's key, as the form writes it, starts at ``i``."""
+        step = match_literal(text, i, self.before_key, final) if self.before_key else i
+        if not isinstance(step, int):
+            return NEED if step is NEED else False
+        j = skip_ws(text, step)
+        if not self.names:
+            # No tool declares its arguments: any name in the form's key spelling starts one.
+            m = _WORD_NAME.match(text, j)
+            if m is None or (m.end() == len(text) and not final):
+                return NEED if not final and (m is not None or j == len(text)) else False
+            after = match_literal(text, m.end(), self.after_key, final) if self.after_key else m.end()
+            return NEED if after is NEED else isinstance(after, int)
+        for name in self.names:
+            if text.startswith(name, j):
+                after = match_literal(text, j + len(name), self.after_key, final) if self.after_key else j
+                if after is NEED:
+                    return NEED
+                if isinstance(after, int):
+                    return True
+            elif not final and name.startswith(text[j : j + len(name)]):
+                return NEED
+        return False
+
+
+def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | None) -> Step:
+    """Where an argument's name ends: a declared one that the marker after it follows (whatever its
+    characters: a quote, any script), else one read as ``read_name`` does."""
+    end = after.text if after is not None else ""
+    declared = sorted(properties, key=len, reverse=True) if isinstance(properties, dict) else []
+    for name in declared:
+        if not name or not text.startswith(name, i):
+            continue
+        j = i + len(name)
+        at = skip_ws(text, j)
+        rest = text[at : at + len(end)] if end else text[j : j + 1]
+        if end and rest.startswith(end):
+            return j
+        if end and not final and end.startswith(rest):
+            return NEED  # the marker after it is still arriving
+        if not end and ((rest == "" and final) or (rest and not (rest.isalnum() or rest in "_.-"))):
+            return j
+        if not end and rest == "":
+            return NEED
+    return read_name(text, i, final, (end,) if end else ())
 
 
 def _markers_after(parts: tuple[object, ...], k: int) -> Markers:

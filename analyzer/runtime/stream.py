@@ -66,13 +66,22 @@ class Stream:
         self._calls = calls = shape.calls
         schemas = self.tools.schemas
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
-        self._matcher = CallMatcher(calls.call, schemas, calls.followers, self._memo) if calls else None
+        plan = plan or _Plan(shape)
+        # Between two calls, and what a call opens with: where a raw value may end with its call.
+        separator = calls.separator[0].text if calls and calls.separator else ""
+        opens = (plan.call_opener,) if plan.call_opener else tuple(self.tools.names())
+        self._matcher = (
+            CallMatcher(calls.call, schemas, calls.followers, self._memo, call_separator=separator, next_call=opens)
+            if calls
+            else None
+        )
         self._alt_matcher = (
-            CallMatcher(calls.no_arguments, schemas, calls.followers, self._memo)
+            CallMatcher(
+                calls.no_arguments, schemas, calls.followers, self._memo, call_separator=separator, next_call=opens
+            )
             if calls and calls.no_arguments
             else None
         )
-        plan = plan or _Plan(shape)
         self._call_ender, self._call_ender_last, self._call_opener = (
             plan.call_ender,
             plan.call_ender_last,
@@ -80,6 +89,7 @@ class Stream:
         )
         self._json_opener, self._answer_opener, self._fences = plan.json_opener, plan.answer_opener, plan.fences
         self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
+        self._named_after = plan.named_after
         self._reasoning_watch, self._reasoning_longest = plan.reasoning_watch, plan.reasoning_longest
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
         self._answer_closed = -1  # where its closing quote is, once seen
@@ -239,7 +249,9 @@ class Stream:
             if start > 0:
                 self._emit_reasoning(deltas, self._buf[:start])
                 self._consume(start)
-            self._scan_from = max(0, len(self._buf) - len(word))  # the close marker is looked for past here
+            # The close marker is looked for past here; one already seen stays in sight, for when the
+            # call turns out to be none.
+            self._scan_from = at - max(start, 0) if at != -1 else max(0, len(self._buf) - len(word))
             return
         if isinstance(call_at, int):
             # A call ends reasoning the model never closed.
@@ -453,6 +465,18 @@ class Stream:
             self._call_start = 0
             self._state = _CALL
             return
+        if calls is not None and calls.separator and word == self._named_after and self.tools.names():
+            # Calls that open with a name where the output starts: after content, a call stands behind
+            # the separator, as every call but the first does (a declared name, as at the start).
+            step = match_literal(buf, 0, calls.separator, final)
+            opens = self._opens_call(buf, step, final) if isinstance(step, int) else step
+            if opens is NEED:
+                return
+            if opens is True and isinstance(step, int):
+                self._consume(step)
+                self._call_start = 0
+                self._state = _CALL
+                return
         closers = (calls.section_close,) if calls is not None and self.message.tool_calls else ()
         for literal in (shape.content_open, shape.content_close, *closers):
             if literal and word == literal[0].text:
@@ -807,6 +831,9 @@ class _Plan:
         self.call_ender = calls.ends_with if calls else ""
         self.call_ender_last = self.call_ender[-1:]
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
+        # Calls that open with a tool's name at the start of the output come behind the separator's
+        # first marker after content (functionary: ``all\nsome text>>>get_weather\n{...}``).
+        self.named_after = calls.separator[0].text if calls and calls.trigger.tool_name and calls.separator else ""
         # Calls that open with bare JSON have no marker to watch for, only this pattern.
         self.json_opener = re.compile(calls.trigger.pattern) if calls is not None and calls.trigger.pattern else None
         # An answer written as a JSON object ({"answer": "..."}): its text streams as content.
@@ -847,6 +874,8 @@ class _Plan:
                 watch.append(calls.trigger.word)
             if self.call_opener:
                 watch.append(self.call_opener)  # a call without its section opener
+            if self.named_after:
+                watch.append(self.named_after)
         for literal in (shape.content_open, shape.content_close):
             if literal:
                 watch.append(literal[0].text)

@@ -26,7 +26,8 @@ _NOTHING_TO_SEE = re.compile(r"[^\"'{}\[\]]*")
 _CLOSERS = {"{": "}", "[": "]"}
 
 # start of a value -> how far scanning it got: strings an offset, containers (offset, stack)
-Memo = dict[int, int | tuple[int, tuple[str, ...]]]
+# keyed by where a value starts; raw values (read up to what follows them) by ("raw", start)
+Memo = dict[int | tuple[str, int], int | tuple[int, tuple[str, ...]]]
 
 
 def value_end(text: str, start: int, memo: Memo | None = None) -> int:

@@ -502,7 +502,7 @@ def test_runtime_is_copied_as_written():
             for node in ast.parse(text).body
             if isinstance(node, ast.ImportFrom) and (node.level or node.module == "__future__")
         ]
-        dropped = {number for node in imports for number in range(node.lineno, node.end_lineno + 1)}
+        dropped = {n for node in imports for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
         kept = [line for number, line in enumerate(text.splitlines(), 1) if number not in dropped]
         assert "\n".join(kept).strip("\n") in source, module
     assert sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__") == sorted(
@@ -561,6 +561,16 @@ def test_runtime_imports_the_standard_library_only(tmp_path):
     )
 
 
+def test_a_relative_import_over_several_lines_is_dropped_whole(tmp_path, monkeypatch):
+    folder = _runtime_copy(tmp_path)
+    path = folder / "calls.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\nfrom .message import (\n    Delta,\n)\n", encoding="utf-8")
+    monkeypatch.setattr(codegen, "RUNTIME", folder)
+    source = generate_parser_module(DESCRIPTIONS[0], TOOLS)
+    assert "from .message" not in source and "\n    Delta,\n)\n" not in source
+    compile(source, "generated", "exec")
+
+
 @pytest.mark.parametrize(
     "addition, problem",
     [
@@ -576,15 +586,3 @@ def test_generation_refuses_what_one_namespace_cannot_hold(tmp_path, monkeypatch
     monkeypatch.setattr(codegen, "RUNTIME", folder)
     with pytest.raises(CodegenError, match=problem):
         generate_parser_module(DESCRIPTIONS[0], TOOLS)
-
-
-def test_relative_import_over_lines_goes_whole(tmp_path, monkeypatch):
-    """ruff format wraps a long relative import in parentheses: every line of it goes, or the module
-    would not even compile (its continuation lines would be left indented on their own)."""
-    folder = _runtime_copy(tmp_path)
-    path = folder / "calls.py"
-    path.write_text(path.read_text(encoding="utf-8") + "\nfrom .message import (\n    Delta,\n)\n", encoding="utf-8")
-    monkeypatch.setattr(codegen, "RUNTIME", folder)
-    source = generate_parser_module(DESCRIPTIONS[0], TOOLS)
-    assert "from .message import (" not in source
-    compile(source, "parser.py", "exec")

@@ -54,8 +54,6 @@ SEARCH_ARGS = st.tuples(
     ),
 ).map(lambda pair: {"query": pair[0], **pair[1]})
 GRAMMARS: dict[str, str] = {}
-# Templates whose nested objects neither backend reads yet, with the reason (drawn without them).
-NESTED_AS_TAGS = {"MiniMax-M3": "nested objects are written as nested tags (<filters><lang>fr</lang>...)"}
 
 
 def _unescaped_quotes(shape) -> set[str]:
@@ -85,8 +83,6 @@ def test_parser_and_grammar_take_the_same_rendered_calls(name, corpus_dir, weath
     # A string between quotes the template writes without escaping cannot hold that quote.
     for quote in _unescaped_quotes(c.shape):
         assume(all(quote not in value for args in (weather, search) for value in _strings(args)))
-    if name in NESTED_AS_TAGS:
-        assume("filters" not in search)
     parallel = c.description.capabilities.parallel_calls.status == "yes"
     calls = [("get_weather", weather, "Ab3De6Gh9"), ("search", search, "Zy8Xw7Vu6")][: 2 if parallel else 1]
     output = model_output(c, calls)

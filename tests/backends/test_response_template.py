@@ -85,6 +85,20 @@ def test_transformers_reads_the_round_trip_as_our_parser_does(description, corpu
     assert {case: result for case, result in results.items() if result} == {}
 
 
+# Cases a partial template reads wrong for a reason in transformers' content parsers, not in what we
+# generate: each must still be read wrong (so that a fix there shows here).
+PARTIAL_MISREADS = {
+    ("LFM2.5-8B-A1B", "raw strings with commas and newlines"): (
+        "a call's region closes at the first ')', which a string value may hold: the language has no closer"
+        " that skips a quoted string"
+    ),
+    ("google-gemma-4-31B-it", "quotes in names"): "transformers' json dialect cannot read an unquoted key with a quote",
+    ("google-gemma-4-31B-it-interleaved", "quotes in names"): (
+        "transformers' json dialect cannot read an unquoted key with a quote"
+    ),
+}
+
+
 def _uses(value: Any, json_type: str) -> bool:
     """Whether an argument value is, or holds, a value of ``json_type``."""
     kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
@@ -118,7 +132,9 @@ def test_partial_reads_what_it_does_not_leave_out(name, corpus_dir):
             continue
         compared[case] = compare(description, generated.template, prompt, output)
     assert compared, "no case uses only what the partial template expresses"
-    assert {case: result for case, result in compared.items() if result} == {}
+    misread = {case for template, case in PARTIAL_MISREADS if template == name}
+    assert {case: result for case, result in compared.items() if result and case not in misread} == {}
+    assert all(compared.get(case) for case in misread), "a listed misread is read right now: update PARTIAL_MISREADS"
 
 
 def test_the_list_names_corpus_templates_with_calls():

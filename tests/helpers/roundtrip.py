@@ -8,12 +8,15 @@ propagates: it must fail the test that met it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from analyzer.description import Calls, FormatDescription, Reasoning
 from analyzer.errors import RenderError
+from analyzer.lower import lower
 from analyzer.render.engines import CompiledTemplate
+from analyzer.runtime.shape import JsonCallObject
 from helpers.golden import assistant_output, compile_for, golden_descriptions, tool_calls
 
 __all__ = [
@@ -26,6 +29,7 @@ __all__ = [
     "descriptions",
     "model_output",
     "not_written",
+    "unreadable_render",
 ]
 
 TOOLS = [
@@ -67,6 +71,49 @@ TOOLS = [
             "parameters": {"type": "object", "properties": {}},
         },
     },
+    # Names as templates write them, whatever their characters: another script, a quote.
+    {
+        "type": "function",
+        "function": {
+            "name": "météo",
+            "description": "Le temps qu'il fait",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "ville": {"type": "string", "description": "La ville"},
+                    "ключ": {"type": "string", "description": "Ключ"},
+                },
+                "required": ["ville"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": 'q"uote',
+            "description": "A name with a quote",
+            "parameters": {
+                "type": "object",
+                "properties": {'a"b': {"type": "string", "description": "A key with a quote"}},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "description": "Write a file",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Where"},
+                    "content": {"type": "string", "description": "What"},
+                    "mode": {"type": "string", "enum": ["create", "append"], "description": "How"},
+                },
+                "required": ["path", "content"],
+            },
+        },
+    },
 ]
 
 # case: (content beside the calls or None, [(tool name, arguments)])
@@ -77,6 +124,13 @@ CASES: dict[str, tuple[str | None, list[tuple[str, dict[str, Any]]]]] = {
     "unicode and multi-line": (None, [("search", {"query": 'línea 1\nline "2" <b>&'})]),
     "nested object": (None, [("search", {"query": "q", "filters": {"tags": ["a", "b"], "year": 2024}})]),
     "no arguments": (None, [("list_files", {})]),
+    "non-ASCII names": (None, [("météo", {"ville": "Paris", "ключ": "v"})]),
+    "quotes in names": (None, [('q"uote', {'a"b': "1"})]),
+    # Raw strings holding what separates or closes arguments in some notation: a comma, "=", ")".
+    "raw strings with commas and newlines": (
+        None,
+        [("write_file", {"path": "notes/a.txt", "content": "line1, x=2)\nline2", "mode": "append"})],
+    ),
 }
 IDS = ["Ab3De6Gh9", "Zy8Xw7Vu6"]
 REASONING = "I should look this up."
@@ -97,6 +151,20 @@ def not_written(
         return f"parallel calls are not written ({description.capabilities.parallel_calls.status})"
     if content and description.calls.content_before_calls != "kept":
         return f"content beside calls is not written ({description.calls.content_before_calls})"
+    return None
+
+
+def unreadable_render(
+    description: FormatDescription, output: str, calls: list[tuple[str, dict[str, Any]]]
+) -> str | None:
+    """Why the template's render of these calls is itself broken, so that no parser could give them
+    back; None when it is not. A template that puts a name into a JSON call as it is, between quotes,
+    without escaping the quote it holds (``{"name": "q"uote"}``), writes text that is not JSON."""
+    if not any(isinstance(part, JsonCallObject) for part in lower(description).calls.call):  # type: ignore[union-attr]
+        return None
+    for name, _ in calls:
+        if '"' in name and f'"{name}"' in output and json.dumps(name) not in output:
+            return f"the template writes the name {name!r} into JSON without escaping it, which is no JSON"
     return None
 
 

@@ -78,7 +78,7 @@ def runtime_source() -> str:
         dropped: set[int] = set()
         for node in tree.body:
             if isinstance(node, ast.ImportFrom) and (node.level or node.module == "__future__"):
-                # a top-level import statement owns every line it spans, so they all go with it
+                # Every line of it, as ruff format splits a long import over several.
                 dropped.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
