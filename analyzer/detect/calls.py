@@ -70,7 +70,10 @@ def calls_region(
         tool_after = _continuation(then_tool, output, last)
         user_after = _continuation(then_user, output, last)
         if tool_after is not None and user_after is not None:
-            shared = shared_turn_end(tool_after, user_after, turn.generation_prompt)
+            opening = session.render(v.opening(form), generation_prompt=False)
+            shared = shared_turn_end(
+                tool_after, user_after, turn.generation_prompt, opening if isinstance(opening, str) else ""
+            )
     if shared is not None and tail.startswith(shared):
         end = min(end, last + len(shared))
     return start, max(start, end), shared
