@@ -24,7 +24,7 @@ from analyzer.analysis import inspect as inspect_template
 from analyzer.backends.audit import audit as audit_template
 from analyzer.backends.audit import render_text as render_audit
 from analyzer.backends.compare import compare_row, diff_descriptions, render_changes, render_table
-from analyzer.backends.gbnf import llama_server_fields, preserved_tokens, to_grammar
+from analyzer.backends.gbnf import WHITESPACE_MODES, llama_server_fields, preserved_tokens, to_grammar
 from analyzer.backends.html_report import render_html
 from analyzer.backends.parser import Parser
 from analyzer.backends.parser.codegen import generate_parser_module
@@ -104,6 +104,14 @@ thinking_option = click.option(
     help="The enable_thinking value the prompt is rendered with (default: the template's own).",
 )
 no_parallel_option = click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
+whitespace_option = click.option(
+    "--whitespace",
+    type=click.Choice(WHITESPACE_MODES),
+    default="exact",
+    show_default=True,
+    help="exact: the grammar forces the template's own whitespace and JSON separators; "
+    "flexible: bounded whitespace wherever the template writes some and between JSON tokens.",
+)
 
 
 def tools_option(help: str, *, required: bool = False) -> Callable:
@@ -308,6 +316,7 @@ def parser_module(
     show_default=True,
     help="GBNF text, or the JSON fields of a llama-server /completion request.",
 )
+@whitespace_option
 @thinking_option
 @engine_option
 @variant_option
@@ -317,6 +326,7 @@ def grammar(
     tool_choice: str,
     no_parallel: bool,
     output_format: str,
+    whitespace: str,
     thinking: bool | None,
     engine: str,
     variant: str | None,
@@ -325,7 +335,9 @@ def grammar(
     if not tools.items:
         raise InputError(f"{tools.path}: no tools declared")
     shape = lower(_analysed(template, variant, engine)[1])
-    result = to_grammar(shape, tools.items, tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking)
+    result = to_grammar(
+        shape, tools.items, tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking, whitespace=whitespace
+    )
     if output_format == "gbnf":
         if result is None:
             click.echo("tool_choice none: no grammar", err=True)
@@ -367,6 +379,7 @@ def grammar(
     help="native: the template's own call format; json/fenced: the prompted format (see `prompted`); "
     "auto: native when the template writes calls, else prompted json.",
 )
+@whitespace_option
 @engine_option
 @variant_option
 def export(
@@ -380,6 +393,7 @@ def export(
     url: str | None,
     stream: bool,
     tool_format: str,
+    whitespace: str,
     engine: str,
     variant: str | None,
 ) -> None:
@@ -398,6 +412,7 @@ def export(
         n_predict=n_predict,
         thinking=thinking,
         tool_format=tool_format,
+        whitespace=whitespace,
     )
     try:
         completion = prepare(loaded, description, request, engine=engine)

@@ -142,6 +142,8 @@ class Calls:
     content_before_calls: Literal["kept", "dropped", "calls dropped"] | Unknown  # calls dropped: content wins
     no_arguments: Pattern | Unknown  # one call with no arguments, as written (it may differ from ``call``)
     json_array: bool  # the section is a JSON array of calls: "[" ... "]" joined by ","
+    # How the calls' JSON is written: (between items, after a key), as json.dumps takes them.
+    json_separators: tuple[str, str] | Unknown = Unknown("not analysed")
 
 
 # --------------------------------------------------------------------------- turn, reasoning, results

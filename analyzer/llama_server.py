@@ -51,6 +51,7 @@ class ChatRequest:
     n_predict: int = DEFAULT_N_PREDICT
     thinking: bool | None = None
     tool_format: str = "auto"
+    whitespace: str = "exact"  # the grammar's: "exact" (the template's own) or "flexible"
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def prepare(
             parallel=request.parallel,
             thinking=request.thinking,
             engine=engine,
+            whitespace=request.whitespace,
         )
         body = {
             "prompt": server_prompt(template, setup.prompt.text),
@@ -109,7 +111,12 @@ def prepare(
     shape = lower(description)
     grammar = (
         to_grammar(
-            shape, request.tools, tool_choice=request.tool_choice, parallel=request.parallel, thinking=request.thinking
+            shape,
+            request.tools,
+            tool_choice=request.tool_choice,
+            parallel=request.parallel,
+            thinking=request.thinking,
+            whitespace=request.whitespace,
         )
         if request.tools
         else None

@@ -157,6 +157,11 @@ def argument_shape(form: ArgumentForm) -> ArgumentShape:
     return ArgumentShape(form.json_type, tuple(parts), form.syntax)  # type: ignore[arg-type]
 
 
+def _space_only(text: str) -> str:
+    """Text that is whitespace alone, which splitting into markers leaves nowhere to stand."""
+    return text if text and not text.strip() else ""
+
+
 def _separator(text: str) -> Markers:
     """Between two arguments: its markers; whitespace alone is one marker with no text."""
     return split_markers(text) or ((Marker("", text, ""),) if text else ())
@@ -237,6 +242,10 @@ def calls_shape(
     *,
     trigger: Trigger | None = None,
     stops: tuple[str, ...] = (),
+    open_space: str = "",
+    separator_space: str = "",
+    close_space: str = "",
+    json_separators: tuple[str, ...] = (),
 ) -> CallsShape:
     opener = leading_markers(call)
     last = call[-1] if call else None
@@ -255,6 +264,10 @@ def calls_shape(
         opener,
         ends_with,
         tuple(followers),
+        open_space,
+        separator_space,
+        close_space,
+        json_separators,
     )
 
 
@@ -352,6 +365,11 @@ def lower(description: FormatDescription) -> OutputShape:
             call,
             no_arguments,
             stops=turn.stop,
+            # Every turn's start of whitespace alone (no marker holds it) comes before the calls too.
+            open_space=_space_only(turn.history_prefix) + _space_only(c.section_open),
+            separator_space=_space_only(c.separator) if isinstance(c.separator, str) else "",
+            close_space=_space_only(c.section_close),
+            json_separators=c.json_separators if isinstance(c.json_separators, tuple) else (),
         )
     return output_shape(
         description.template.name,

@@ -184,6 +184,23 @@ def test_grammar_for_llama_server(tmp_path, corpus_dir):
         ]
     )
     assert code == 0 and out.startswith("root ::=")
+    # Exact by default: the template's own separators; --whitespace flexible: bounded whitespace.
+    assert '"\\"city\\"" ": " string' in out and "ws ::=" not in out
+    code, flexible, _ = run(
+        [
+            "grammar",
+            str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"),
+            "--tools",
+            str(tools),
+            "--whitespace",
+            "flexible",
+        ]
+    )
+    assert code == 0 and "ws ::= [\\t\\n\\r ]{0,20}" in flexible
+    code, _, err = run(
+        ["grammar", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--tools", str(tools), "--whitespace", "any"]
+    )
+    assert code == 2 and "--whitespace" in err and "Traceback" not in err
     code, _, err = run(["grammar", str(corpus_dir / "google-gemma-2-2b-it.jinja"), "--tools", str(tools)])
     assert code == 1 and "writes no tool calls" in err
 

@@ -15,8 +15,11 @@ else (``$ref``, string formats, numeric bounds) is not checked: the value only h
 that declares none allows any members unless ``additionalProperties`` is ``false`` (then only ``{}``).
 Further members come after the declared ones; their keys are not kept from repeating a declared key.
 
-Whitespace between tokens is optional and bounded (``ws``: at most ``WS_MAX`` characters), so a
-model can write ``{"a": 1}`` or an indented object but cannot loop on whitespace forever.
+Whitespace: given the template's separators (``SchemaRules(rules, (", ", ": "))``, as its ``tojson``
+writes them), values are written exactly that way, with no other whitespace. Without them (the
+``flexible`` mode, or separators the renders did not show) whitespace between tokens is optional and
+bounded (``ws``: at most ``WS_MAX`` characters), so a model can write ``{"a": 1}`` or an indented
+object but cannot loop on whitespace forever.
 
 Which rules get names: GBNF readers that lex (llguidance's converter makes every rule built only of
 literals, classes and such rules one greedy terminal) cannot end a terminal early once its text
@@ -179,8 +182,28 @@ class SchemaRules:
 
     prefix = ""  # of the names of the rules that differ by syntax but not by schema
 
-    def __init__(self, rules: Rules) -> None:
+    def __init__(self, rules: Rules, separators: tuple[str, ...] = ()) -> None:
+        """``separators``: (between items, after a key) to write values exactly so; () for any
+        bounded whitespace between tokens."""
         self.rules = rules
+        self.separators = separators if len(separators) == 2 else ()
+
+    # ------------------------------------------------------------------ whitespace
+
+    def space(self) -> str:
+        """Where whitespace may stand between tokens: none when values are written exactly."""
+        return "" if self.separators else self.rules.ws()
+
+    def comma(self) -> str:
+        """Between two members or items."""
+        return literal(self.separators[0]) if self.separators else seq(literal(","), self.rules.ws())
+
+    def colon(self) -> str:
+        """Between a key and its value."""
+        if self.separators:
+            return literal(self.separators[1])
+        ws = self.rules.ws()
+        return seq(ws, literal(":"), ws)
 
     # ------------------------------------------------------------------ the syntax of values
 
@@ -260,39 +283,38 @@ class SchemaRules:
         extra = ""
         if additional is True or isinstance(additional, dict):
             extra = self.member(self.string(), self.value(additional, f"{hint}-extra"))
-        body = ordered(members, seq(literal(","), self.rules.ws()), extra)
-        return self.rules.add(hint, seq(literal("{"), self.rules.ws(), body, literal("}")))
+        body = ordered(members, self.comma(), extra)
+        return self.rules.add(hint, seq(literal("{"), self.space(), body, literal("}")))
 
     def member(self, key: str, value: str) -> str:
         """``key: value`` with the whitespace that may follow it (before ``,`` or ``}``)."""
-        ws = self.rules.ws()
-        return seq(key, ws, literal(":"), ws, value, ws)
+        return seq(key, self.colon(), value, self.space())
 
     def array(self, schema: dict[str, Any], hint: str) -> str:
-        ws = self.rules.ws()
+        ws = self.space()
         item = seq(self.value(schema.get("items"), f"{hint}-item"), ws)
         low = schema["minItems"] if isinstance(schema.get("minItems"), int) else 0
         high = schema["maxItems"] if isinstance(schema.get("maxItems"), int) else None
         if high == 0:
             return self.rules.add(hint, seq(literal("["), ws, literal("]")))
-        more = group(seq(literal(","), ws, item)) + f"{{{max(low - 1, 0)},{'' if high is None else high - 1}}}"
+        more = group(seq(self.comma(), item)) + f"{{{max(low - 1, 0)},{'' if high is None else high - 1}}}"
         items = seq(item, more)
         return self.rules.add(hint, seq(literal("["), ws, items if low > 0 else optional(items), literal("]")))
 
     def any_object(self, value: str) -> str:
         """An object with any keys, each value ``value``."""
-        ws = self.rules.ws()
+        ws = self.space()
         member = self.member(self.string(), value)
-        members = optional(seq(member, group(seq(literal(","), ws, member)) + "*"))
+        members = optional(seq(member, group(seq(self.comma(), member)) + "*"))
         return self.rules.add(f"{self.prefix}object", seq(literal("{"), ws, members, literal("}")))
 
     def any_value(self) -> str:
         """Any value, for an empty or absent schema."""
 
         def build(name: str) -> str:
-            ws = self.rules.ws()
+            ws = self.space()
             item = seq(name, ws)
-            array = seq(literal("["), ws, optional(seq(item, group(seq(literal(","), ws, item)) + "*")), literal("]"))
+            array = seq(literal("["), ws, optional(seq(item, group(seq(self.comma(), item)) + "*")), literal("]"))
             return " | ".join(
                 (
                     self.any_object(name),
@@ -304,7 +326,8 @@ class SchemaRules:
                 )
             )
 
-        return self.rules.recursive(f"{self.prefix}any-value", build)
+        # Made once per hint: the hint says whether it is written exactly.
+        return self.rules.recursive(f"{self.prefix}any-value{'-exact' if self.separators else ''}", build)
 
 
 class PythonRules(SchemaRules):

@@ -27,6 +27,7 @@ from analyzer.description import (
     Unknown,
 )
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
+from analyzer.detect.json_style import detect_json_separators
 from analyzer.detect.turn import shared_turn_end
 from analyzer.diff import find_all, repeated_unit
 from analyzer.render import variants as v
@@ -205,6 +206,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
             and isinstance(separator, str)
             and separator.strip() == ","
         ),
+        json_separators=detect_json_separators(session),
     )
     return CallsFinding(calls, parallel, tuple(warnings))
 
