@@ -338,6 +338,8 @@ def grammar(
     result = to_grammar(
         shape, tools.items, tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking, whitespace=whitespace
     )
+    for warning in result.warnings() if result is not None else ():
+        click.echo(warning, err=True)
     if output_format == "gbnf":
         if result is None:
             click.echo("tool_choice none: no grammar", err=True)

@@ -100,7 +100,8 @@ def prepare(
             "n_predict": request.n_predict,
             **llama_server_fields(setup.grammar, preserved_tokens(setup.shape), setup.shape.stops),
         }
-        return Completion(body, setup.parser, tool_format, notes)
+        warnings = setup.grammar.warnings() if setup.grammar is not None else ()
+        return Completion(body, setup.parser, tool_format, (*notes, *warnings))
     renderer = Renderer.for_template(template, description, engine=engine)
     rendered = renderer.render(
         check_conversation(request.messages),
@@ -126,7 +127,8 @@ def prepare(
         "n_predict": request.n_predict,
         **llama_server_fields(grammar, preserved_tokens(shape), shape.stops),
     }
-    return Completion(body, Parser(shape, request.tools, thinking=request.thinking), "native", notes)
+    warnings = grammar.warnings() if grammar is not None else ()
+    return Completion(body, Parser(shape, request.tools, thinking=request.thinking), "native", (*notes, *warnings))
 
 
 def server_prompt(template: Template, rendered: str) -> str:

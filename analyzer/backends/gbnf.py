@@ -87,16 +87,26 @@ class Grammar:
     triggers: tuple[GrammarTrigger, ...]  # empty when not lazy
     preserved_tokens: tuple[str, ...]  # the shape's markers: the model may write them as special tokens
     stops: tuple[str, ...]
+    # Schema constraints the grammar does not hold ("where: keyword"): it takes more than they allow.
+    unenforced: tuple[str, ...] = ()
 
     def to_llama_server(self) -> dict[str, Any]:
-        """The fields of a llama-server completion request that apply this grammar."""
-        return {
+        """The fields of a llama-server completion request that apply this grammar, and the schema
+        constraints it does not hold, where there are some (the server ignores that field)."""
+        fields: dict[str, Any] = {
             "grammar": self.text,
             "grammar_lazy": self.lazy,
             "grammar_triggers": [{"type": t.type, "value": t.value} for t in self.triggers],
             "preserved_tokens": list(self.preserved_tokens),
             "stop": list(self.stops),
         }
+        if self.unenforced:
+            fields["unenforced"] = list(self.unenforced)
+        return fields
+
+    def warnings(self) -> tuple[str, ...]:
+        """One line per constraint the grammar does not hold, to show a user."""
+        return tuple(f"warning: the grammar does not enforce {item}" for item in self.unenforced)
 
 
 def llama_server_fields(grammar: Grammar | None, preserved: tuple[str, ...], stops: tuple[str, ...]) -> dict[str, Any]:
@@ -142,13 +152,13 @@ def to_grammar(
             (_trigger(shape, shape.calls, declared),),
             preserved_tokens(shape),
             shape.server_stops,
+            tuple(builder.rules.unenforced),
         )
     if answers and tool_choice in ("auto", "none"):
         replies.append(builder.answer())
     lead = sections[0].lead if sections and len(replies) == 1 else ""
-    return Grammar(
-        builder.rules.text(builder.eager(choice(replies), lead)), False, (), preserved_tokens(shape), shape.server_stops
-    )
+    text = builder.rules.text(builder.eager(choice(replies), lead))
+    return Grammar(text, False, (), preserved_tokens(shape), shape.server_stops, tuple(builder.rules.unenforced))
 
 
 def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
@@ -373,6 +383,8 @@ class _Builder:
         pattern, where it writes something else than the call pattern does with no arguments. (Where
         it writes the same, it would only be a second spelling of the same call, which a lexing GBNF
         reader can take the wrong way: its markers are longer tokens than the call pattern's.)"""
+        # Local $refs of the tool's schemas point into its parameters.
+        self.json.root = self.python.root = tool.arguments_schema
         call = self.sequence(self.calls.call, tool)
         if self.calls.no_arguments is None or tool.properties:
             return call
@@ -443,11 +455,20 @@ class _Builder:
         members = []
         properties = sorted(tool.properties.items()) if part.sorted_names else tool.properties.items()
         for key, schema in properties:
-            kind = _json_type(schema)
-            form = forms.get(kind) or forms.get("string")
-            if form is None:
-                raise UnsupportedFormat(f"no form for {kind} arguments ({tool.name}.{key})")
-            members.append((self.argument(form, key, schema, f"{tool.name}-{key}", stops), key in required))
+            # A value of several types (a type list, anyOf, a $ref, no type at all) may be written
+            # by any of their forms: one alternative per form, each with the schema of its types.
+            by_form: dict[int, tuple[ArgumentShape, list[str]]] = {}
+            for kind in _json_types(self.json.resolved(schema), forms):
+                form = forms.get(kind) or forms.get("string")
+                if form is None:
+                    raise UnsupportedFormat(f"no form for {kind} arguments ({tool.name}.{key})")
+                by_form.setdefault(id(form), (form, []))[1].append(kind)
+            hint = f"{tool.name}-{key}"
+            options = [
+                self.argument(form, key, schema if len(by_form) == 1 else _narrowed(schema, kinds), hint, stops)
+                for form, kinds in by_form.values()
+            ]
+            members.append((choice(options), key in required))
         return _Piece(ordered(members, self.separator(part.separator)))
 
     def json_call_object(self, part: JsonCallObject, tool: Tool) -> _Piece:
@@ -564,6 +585,7 @@ class _Builder:
                 pieces.extend(self.markers(ends[1:]))
                 i += 1 + len(ends)
             elif form.syntax == "raw" and ends:
+                self.unchecked(schema, hint, "a value written as raw text")
                 # Raw text runs to the next marker and takes it in; whitespace around it is the text's
                 # (exact: but for the template's own, written before the text and before the marker).
                 if self.exact:
@@ -580,11 +602,19 @@ class _Builder:
                 pieces.append(_Piece(rules.value(schema, hint), lead=self.value_space, trail=self.value_space))
                 i += 1
             else:
+                self.unchecked(schema, hint, "a value written in the template's own notation")
                 # Unknown syntax (or raw text with no marker after it): text up to the next marker,
                 # brackets balanced so a nested object or list may hold that marker's first character.
                 pieces.append(_Piece(self.loose(ends[0].text[0] if ends else stops)))
                 i += 1
         return self.join(pieces).expr
+
+    def unchecked(self, schema: Any, hint: str, how: str) -> None:
+        """Report the constraints of a value the grammar takes as text (all but its type)."""
+        if isinstance(schema, dict):
+            for keyword in schema:
+                if keyword not in ("type", "description", "title", "default", "examples"):
+                    self.rules.note(hint, f"{keyword} ({how})")
 
     def loose(self, stops: str) -> str:
         """Any text with balanced ``{}``/``[]`` that holds the characters of ``stops`` only inside brackets."""
@@ -669,6 +699,45 @@ def _string_choices(schema: Any) -> list[str]:
         return []
     values = schema.get("enum") or ([schema["const"]] if "const" in schema else [])
     return list(values) if values and all(isinstance(value, str) for value in values) else []
+
+
+_ALL_TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
+
+
+def _json_types(schema: Any, forms: dict[str, ArgumentShape]) -> list[str]:
+    """The JSON types a value of ``schema`` may have (each picks an argument form): the one it gives,
+    those of a type list or of anyOf/oneOf options, or, where the schema says nothing, every type the
+    template has a form for."""
+    if isinstance(schema, dict):
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return [k for k in kind if isinstance(k, str)] or list(forms)
+        if isinstance(kind, str):
+            return [kind]
+        for combinator in ("anyOf", "oneOf"):
+            options = schema.get(combinator)
+            if isinstance(options, list) and options:
+                found = [t for option in options for t in _json_types({**schema, combinator: [], **option}, forms)]
+                return list(dict.fromkeys(found))
+        if any(key in schema for key in ("enum", "const", "properties", "items")):
+            return [_json_type(schema)]
+    return [kind for kind in _ALL_TYPES if kind in forms] or ["string"]
+
+
+def _narrowed(schema: Any, kinds: list[str]) -> Any:
+    """``schema`` for values of ``kinds`` only: the anyOf/oneOf options of those types, or the type
+    list cut to them."""
+    if not isinstance(schema, dict):
+        return {"type": kinds}
+    for combinator in ("anyOf", "oneOf"):
+        options = schema.get(combinator)
+        if isinstance(options, list) and options:
+            base = {k: v for k, v in schema.items() if k != combinator}
+            kept = [
+                o for o in options if set(_json_types({**base, **o} if isinstance(o, dict) else o, {})) & set(kinds)
+            ]
+            return {**base, combinator: kept} if kept else {**base, "type": kinds}
+    return {**schema, "type": kinds[0] if len(kinds) == 1 else kinds}
 
 
 def _json_type(schema: Any) -> str:
