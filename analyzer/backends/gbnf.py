@@ -353,9 +353,9 @@ class _Builder:
         close_trail = reasoning.close[-1].trail if reasoning.close else ""
         if not reasoning.opened_by_prompt(self.thinking):
             return seq(written(prefix, False), written(_Piece(self.reasoning(), trail=close_trail), True), calls)
-        rest = self.join(self.markers(reasoning.after))
-        reasoning_block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
-        return seq(written(reasoning_block, not rest.expr), written(rest, True), calls)
+        after = self.join(self.markers(reasoning.after))
+        block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
+        return seq(written(block, not after.expr), written(after, True), calls)
 
     def answer(self) -> str:
         """An answer written as a one-member JSON object holding it as a string; inline, as a call

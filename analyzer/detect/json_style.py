@@ -16,7 +16,8 @@ from typing import Any
 from analyzer.description import Unknown
 from analyzer.detect.arguments import json_values, python_dicts
 from analyzer.render import variants as v
-from analyzer.render.session import Failed, Session
+from analyzer.render.conversation import Failed
+from analyzer.render.session import Session
 
 _CANDIDATES = ((", ", ": "), (",", ":"), (",", ": "), (", ", ":"))
 _ARGUMENTS = {v.ARG1: v.STR1, v.ARG2: v.STR2}
