@@ -337,25 +337,35 @@ class _Builder:
             reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
             return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
 
-        def written(piece: _Piece, last: bool) -> str:
-            """An optional part with the whitespace the template writes around it. The whitespace
-            between the last one and the calls is the calls' own where they have some: the call turn
-            it was read from shows it, and a reasoning block's close shows the same whitespace again."""
-            if not piece.expr:
-                return ""
-            trail = "" if last and lead else piece.trail
-            return optional(seq(literal(piece.lead) if piece.lead else "", piece.expr, literal(trail) if trail else ""))
+        def space(text: str) -> str:
+            return literal(text) if text else ""
 
-        calls = seq(literal(lead) if lead else "", section)
+        def before_calls(piece: _Piece) -> str:
+            """An optional reasoning block right before the calls, then whitespace up to them; without
+            it, the calls' own whitespace. What a template writes between a block's close and the calls
+            is not in the shape (the block's close is read from content turns, the calls' whitespace
+            from turns without a block), so there the whitespace is bounded, not exact."""
+            if not piece.expr:
+                return space(lead)
+            return choice([seq(piece.expr, self.rules.ws()), space(lead) or '""'])
+
+        # Every turn's start, and what every turn starts with (the prefix, read before the calls'
+        # region, so its whitespace and theirs follow each other).
+        start = seq(space(prefix.lead), optional(seq(prefix.expr, space(prefix.trail))) if prefix.expr else "")
         if switched_off:
-            return seq(written(prefix, True), calls)
+            return seq(start, space(lead), section)
         assert reasoning is not None
         close_trail = reasoning.close[-1].trail if reasoning.close else ""
         if not reasoning.opened_by_prompt(self.thinking):
-            return seq(written(prefix, False), written(_Piece(self.reasoning(), trail=close_trail), True), calls)
+            return seq(start, before_calls(_Piece(self.reasoning(), trail=close_trail)), section)
         after = self.join(self.markers(reasoning.after))
         block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
-        return seq(written(block, not after.expr), written(after, True), calls)
+        if not after.expr:
+            return seq(before_calls(block), section)
+        # What follows the block is the rest of every turn's prefix: its whitespace and the calls' follow
+        # each other, as the prefix's do.
+        rest = choice([seq(after.expr, space(after.trail), space(lead)), space(lead) or '""'])
+        return seq(optional(seq(block.expr, self.rules.ws())), rest, section)
 
     def answer(self) -> str:
         """An answer written as a one-member JSON object holding it as a string; inline, as a call
