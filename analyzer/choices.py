@@ -11,3 +11,5 @@ PROMPTED_STYLES = ("json", "fenced")
 # how export and serve choose the call format: the template's own, a prompted style, or native-else-json
 TOOL_FORMATS = ("auto", "native", *PROMPTED_STYLES)
 DEFAULT_N_PREDICT = 512
+# how closely a grammar holds the template's own whitespace and JSON separators
+WHITESPACE_MODES = ("exact", "flexible")

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from analyzer import __version__
-from analyzer.choices import DEFAULT_ENGINE, DEFAULT_N_PREDICT, ENGINE_NAMES, PROMPTED_STYLES, TOOL_FORMATS
+from analyzer.choices import (
+    DEFAULT_ENGINE,
+    DEFAULT_N_PREDICT,
+    ENGINE_NAMES,
+    PROMPTED_STYLES,
+    TOOL_FORMATS,
+    WHITESPACE_MODES,
+)
 from analyzer.errors import AnalyzerError, ConversationError, InputError, MissingDependency, ReplyCut
 
 if TYPE_CHECKING:
@@ -88,6 +95,14 @@ thinking_option = click.option(
     help="The enable_thinking value the prompt is rendered with (default: the template's own).",
 )
 no_parallel_option = click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
+whitespace_option = click.option(
+    "--whitespace",
+    type=click.Choice(WHITESPACE_MODES),
+    default="exact",
+    show_default=True,
+    help="exact: the grammar forces the template's own whitespace and JSON separators; "
+    "flexible: bounded whitespace wherever the template writes some and between JSON tokens.",
+)
 
 
 def tools_option(help: str, *, required: bool = False) -> Decorator:
@@ -329,6 +344,7 @@ def parser_module(
     show_default=True,
     help="GBNF text, or the JSON fields of a llama-server /completion request.",
 )
+@whitespace_option
 @thinking_option
 @engine_option
 @variant_option
@@ -338,6 +354,7 @@ def grammar(
     tool_choice: str,
     no_parallel: bool,
     output_format: str,
+    whitespace: str,
     thinking: bool | None,
     engine: str,
     variant: str | None,
@@ -349,7 +366,11 @@ def grammar(
     if not tools.items:
         raise InputError(f"{tools.path}: no tools declared")
     shape = lower(_analysed(template, variant, engine)[1])
-    result = to_grammar(shape, tools.items, tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking)
+    result = to_grammar(
+        shape, tools.items, tool_choice=tool_choice, parallel=not no_parallel, thinking=thinking, whitespace=whitespace
+    )
+    for warning in result.warnings() if result is not None else ():
+        click.echo(warning, err=True)
     if output_format == "gbnf":
         if result is None:
             click.echo("tool_choice none: no grammar", err=True)
@@ -391,6 +412,7 @@ def grammar(
     help="native: the template's own call format; json/fenced: the prompted format (see `prompted`); "
     "auto: native when the template writes calls, else prompted json.",
 )
+@whitespace_option
 @engine_option
 @variant_option
 def export(
@@ -404,6 +426,7 @@ def export(
     url: str | None,
     stream: bool,
     tool_format: str,
+    whitespace: str,
     engine: str,
     variant: str | None,
 ) -> None:
@@ -425,6 +448,7 @@ def export(
         n_predict=n_predict,
         thinking=thinking,
         tool_format=tool_format,
+        whitespace=whitespace,
     )
     try:
         completion = prepare(loaded, description, request, engine=engine)

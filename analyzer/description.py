@@ -153,6 +153,8 @@ class Calls:
     content_before_calls: ContentBeforeCalls | Unknown  # calls dropped: content wins
     no_arguments: Pattern | Unknown  # one call with no arguments, as written (it may differ from ``call``)
     json_array: bool  # the section is a JSON array of calls: "[" ... "]" joined by ","
+    # How the calls' JSON is written: (between items, after a key), as json.dumps takes them.
+    json_separators: tuple[str, str] | Unknown = Unknown("not analysed")
 
 
 # --------------------------------------------------------------------------- turn, reasoning, results

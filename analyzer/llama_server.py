@@ -58,6 +58,7 @@ class ChatRequest:
     sampling: dict[str, Any] = field(default_factory=dict)
     # template variables besides enable_thinking (OpenAI's chat_template_kwargs)
     template_kwargs: dict[str, Any] = field(default_factory=dict)
+    whitespace: str = "exact"  # the grammar's: "exact" (the template's own) or "flexible"
 
 
 @dataclass(frozen=True)
@@ -102,10 +103,12 @@ def prepare(
             parallel=request.parallel,
             thinking=request.thinking,
             engine=engine,
+            whitespace=request.whitespace,
         )
         fields = llama_server_fields(setup.grammar, preserved_tokens(setup.shape), setup.shape.stops)
         body = _body(request, server_prompt(template, setup.prompt.text), fields)
-        return Completion(body, setup.parser, tool_format, notes)
+        warnings = setup.grammar.warnings() if setup.grammar is not None else ()
+        return Completion(body, setup.parser, tool_format, (*notes, *warnings))
     renderer = Renderer.for_template(template, description, engine=engine)
     rendered = renderer.render(
         check_conversation(request.messages),
@@ -117,7 +120,12 @@ def prepare(
     shape = lower(description)
     grammar = (
         to_grammar(
-            shape, request.tools, tool_choice=request.tool_choice, parallel=request.parallel, thinking=request.thinking
+            shape,
+            request.tools,
+            tool_choice=request.tool_choice,
+            parallel=request.parallel,
+            thinking=request.thinking,
+            whitespace=request.whitespace,
         )
         if request.tools
         else None
@@ -125,7 +133,8 @@ def prepare(
     body = _body(
         request, server_prompt(template, rendered), llama_server_fields(grammar, preserved_tokens(shape), shape.stops)
     )
-    return Completion(body, Parser(shape, request.tools, thinking=request.thinking), "native", notes)
+    warnings = grammar.warnings() if grammar is not None else ()
+    return Completion(body, Parser(shape, request.tools, thinking=request.thinking), "native", (*notes, *warnings))
 
 
 def _body(request: ChatRequest, prompt: str, fields: dict[str, Any]) -> dict[str, Any]:

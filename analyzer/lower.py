@@ -159,6 +159,11 @@ def argument_shape(form: ArgumentForm) -> ArgumentShape:
     return ArgumentShape(form.json_type, tuple(parts), form.syntax)
 
 
+def _space_only(text: str) -> str:
+    """Text that is whitespace alone, which splitting into markers leaves nowhere to stand."""
+    return text if text and not text.strip() else ""
+
+
 def _separator(text: str) -> Markers:
     """Between two arguments: its markers; whitespace alone is one marker with no text."""
     return split_markers(text) or ((Marker("", text, ""),) if text else ())
@@ -239,6 +244,10 @@ def calls_shape(
     *,
     trigger: Trigger | None = None,
     stops: tuple[str, ...] = (),
+    open_space: str = "",
+    separator_space: str = "",
+    close_space: str = "",
+    json_separators: tuple[str, ...] = (),
 ) -> CallsShape:
     opener = leading_markers(call)
     last = call[-1] if call else None
@@ -257,6 +266,10 @@ def calls_shape(
         opener,
         ends_with,
         tuple(followers),
+        open_space,
+        separator_space,
+        close_space,
+        json_separators,
     )
 
 
@@ -354,6 +367,11 @@ def lower(description: FormatDescription) -> OutputShape:
             call,
             no_arguments,
             stops=turn.stop,
+            # Every turn's start of whitespace alone (no marker holds it) comes before the calls too.
+            open_space=_space_only(turn.history_prefix) + _space_only(c.section_open),
+            separator_space=_space_only(c.separator) if isinstance(c.separator, str) else "",
+            close_space=_space_only(c.section_close),
+            json_separators=c.json_separators if isinstance(c.json_separators, tuple) else (),
         )
     return output_shape(
         description.template.name,

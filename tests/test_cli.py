@@ -185,8 +185,44 @@ def test_grammar_for_llama_server(tmp_path, corpus_dir):
         ]
     )
     assert code == 0 and out.startswith("root ::=")
+    # Exact by default: the template's own separators; --whitespace flexible: bounded whitespace.
+    assert '"\\"city\\"" ": " string' in out and "ws ::=" not in out
+    code, flexible, _ = run(
+        [
+            "grammar",
+            str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"),
+            "--tools",
+            str(tools),
+            "--whitespace",
+            "flexible",
+        ]
+    )
+    assert code == 0 and "ws ::= [\\t\\n\\r ]{0,20}" in flexible
+    code, _, err = run(
+        ["grammar", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja"), "--tools", str(tools), "--whitespace", "any"]
+    )
+    assert code == 2 and "--whitespace" in err and "Traceback" not in err
     code, _, err = run(["grammar", str(corpus_dir / "google-gemma-2-2b-it.jinja"), "--tools", str(tools)])
     assert code == 1 and "writes no tool calls" in err
+
+
+def test_constraints_the_grammar_does_not_hold_are_reported(tmp_path, corpus_dir):
+    schema = {
+        "type": "object",
+        "properties": {"day": {"type": "string", "format": "date"}, "n": {"type": "integer", "maximum": 9}},
+    }
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "plan", "parameters": schema}}]))
+    template = str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")
+    code, out, err = run(["grammar", template, "--tools", str(tools), "--format", "llama-server"])
+    assert code == 0, err
+    assert json.loads(out)["unenforced"] == ["plan-args-day: format"]
+    assert err == "warning: the grammar does not enforce plan-args-day: format\n"
+    messages = tmp_path / "messages.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "When?"}]))
+    code, out, err = run(["export", template, "--messages", str(messages), "--tools", str(tools)])
+    assert code == 0 and json.loads(out)["unenforced"] == ["plan-args-day: format"] and "format" in err
+    assert "plan-args-n-integer ::=" in json.loads(out)["grammar"]  # the integer's maximum is enforced
 
 
 def test_parser_module_is_written_and_runs(tmp_path, corpus_dir):

@@ -39,7 +39,8 @@ from analyzer.backends.json_schema_gbnf import (
     ordered,
     seq,
 )
-from analyzer.errors import UnsupportedFormat
+from analyzer.choices import WHITESPACE_MODES
+from analyzer.errors import InputError, UnsupportedFormat
 from analyzer.markers import special_word
 from analyzer.runtime.shape import (
     ArgKey,
@@ -88,16 +89,26 @@ class Grammar:
     triggers: tuple[GrammarTrigger, ...]  # empty when not lazy
     preserved_tokens: tuple[str, ...]  # the shape's markers: the model may write them as special tokens
     stops: tuple[str, ...]
+    # Schema constraints the grammar does not hold ("where: keyword"): it takes more than they allow.
+    unenforced: tuple[str, ...] = ()
 
     def to_llama_server(self) -> dict[str, Any]:
-        """The fields of a llama-server completion request that apply this grammar."""
-        return {
+        """The fields of a llama-server completion request that apply this grammar, and the schema
+        constraints it does not hold, where there are some (the server ignores that field)."""
+        fields: dict[str, Any] = {
             "grammar": self.text,
             "grammar_lazy": self.lazy,
             "grammar_triggers": [{"type": t.type, "value": t.value} for t in self.triggers],
             "preserved_tokens": list(self.preserved_tokens),
             "stop": list(self.stops),
         }
+        if self.unenforced:
+            fields["unenforced"] = list(self.unenforced)
+        return fields
+
+    def warnings(self) -> tuple[str, ...]:
+        """One line per constraint the grammar does not hold, to show a user."""
+        return tuple(f"warning: the grammar does not enforce {item}" for item in self.unenforced)
 
 
 def llama_server_fields(grammar: Grammar | None, preserved: tuple[str, ...], stops: tuple[str, ...]) -> dict[str, Any]:
@@ -115,33 +126,41 @@ def to_grammar(
     tool_choice: str = "auto",
     parallel: bool = True,
     thinking: bool | None = None,
+    whitespace: str = "exact",
 ) -> Grammar | None:
     """The grammar for calls of ``tools`` in ``shape``'s format; None for ``tool_choice="none"``.
     ``thinking``: the ``enable_thinking`` the prompt was rendered with (None: the template's default).
+    ``whitespace``: "exact" (the template's own whitespace and JSON separators, nothing else) or
+    "flexible" (bounded whitespace wherever the template writes some, and between JSON tokens).
 
     Where every reply is JSON (the shape has an answer key), the grammar is eager: a call, or for
     ``auto`` and ``none`` the answer object."""
+    if whitespace not in WHITESPACE_MODES:
+        raise InputError(f"whitespace {whitespace!r} is none of {', '.join(WHITESPACE_MODES)}")
     answers = bool(shape.answer_key)
     if tool_choice == "none" and not answers:
         return None
     if shape.calls is None:
         raise UnsupportedFormat(f"{shape.template}: the template writes no tool calls, so no grammar constrains them")
     declared = chosen_tools(declared_tools(tools), tool_choice)
-    builder = _Builder(shape, shape.calls, thinking)
-    replies = [builder.section(declared, parallel)] if declared else []
-    if tool_choice == "auto" and not answers:
+    builder = _Builder(shape, shape.calls, thinking, exact=whitespace == "exact")
+    lazy = tool_choice == "auto" and not answers
+    sections = [builder.section(declared, parallel, lazy=lazy)] if declared else []
+    replies = [section.expr for section in sections]
+    if lazy:
         return Grammar(
             builder.rules.text(replies[0]),
             True,
             _triggers(shape, shape.calls, declared),
             preserved_tokens(shape),
             shape.server_stops,
+            tuple(builder.rules.unenforced),
         )
     if answers and tool_choice in ("auto", "none"):
         replies.append(builder.answer())
-    return Grammar(
-        builder.rules.text(builder.eager(choice(replies))), False, (), preserved_tokens(shape), shape.server_stops
-    )
+    lead = sections[0].lead if sections and len(replies) == 1 else ""
+    text = builder.rules.text(builder.eager(choice(replies), lead))
+    return Grammar(text, False, (), preserved_tokens(shape), shape.server_stops, tuple(builder.rules.unenforced))
 
 
 def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:
@@ -191,14 +210,15 @@ def _trigger(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> 
 
 @dataclass(frozen=True, slots=True)
 class _Piece:
-    """A GBNF expression in a sequence, with what may stand around it: ``lead``/``trail`` say whether
-    whitespace may come before/after; ``first``/``last`` are its literal ends ("" when not literal),
+    """A GBNF expression in a sequence, with what may stand around it: ``lead``/``trail``, the
+    whitespace the template writes before/after it ("" for none; flexible whitespace is allowed
+    wherever it writes some); ``first``/``last`` are its literal ends ("" when not literal),
     to tell where whitespace must separate two words. ``sample``: what it writes for a call without
     arguments, whitespace left out, to tell whether the no-argument pattern adds anything."""
 
     expr: str
-    lead: bool = False
-    trail: bool = False
+    lead: str = ""
+    trail: str = ""
     first: str = ""
     last: str = ""
     sample: str = ""
@@ -219,13 +239,25 @@ def _common(texts: list[str]) -> str:
 
 
 class _Builder:
-    def __init__(self, shape: OutputShape, calls: CallsShape, thinking: bool | None = None) -> None:
+    def __init__(self, shape: OutputShape, calls: CallsShape, thinking: bool | None = None, *, exact: bool) -> None:
         self.shape = shape
         self.calls = calls
         self.thinking = thinking
+        self.exact = exact
         self.rules = Rules()
-        self.json = SchemaRules(self.rules)
-        self.python = PythonRules(self.rules)
+        # Exact JSON needs the template's separators; where the renders did not show them, the JSON
+        # keeps bounded whitespace between tokens.
+        separators = calls.json_separators if exact else ()
+        self.json = SchemaRules(self.rules, separators)
+        self.python = PythonRules(self.rules, separators)
+        # What may stand around a value the template writes whitespace around or not.
+        self.value_space = "" if exact else " "
+
+    def space(self, written: str) -> str:
+        """Whitespace where the template wrote ``written``: exactly that, or any (bounded) when flexible."""
+        if not written:
+            return ""
+        return literal(written) if self.exact else self.rules.ws()
 
     # ------------------------------------------------------------------ sequences
 
@@ -236,7 +268,11 @@ class _Builder:
         out: list[str] = []
         for before, after in zip([None, *kept], kept, strict=False):  # each piece with the one before it
             if before is not None and (before.trail or after.lead):
-                out.append(self.rules.ws_required() if needs_space(before.last, after.first) else self.rules.ws())
+                if self.exact:
+                    # Two markers split at whitespace both hold it: it stands once.
+                    out.append(literal(before.trail or after.lead))
+                else:
+                    out.append(self.rules.ws_required() if needs_space(before.last, after.first) else self.rules.ws())
             out.append(after.expr)
         return out
 
@@ -258,8 +294,8 @@ class _Builder:
         """Alternatives: whitespace may stand around them if it may around any of them."""
         return _Piece(
             choice(option.expr for option in options),
-            any(o.lead for o in options),
-            any(o.trail for o in options),
+            next((o.lead for o in options if o.lead), ""),
+            next((o.trail for o in options if o.trail), ""),
             _common([o.first for o in options]),
             _common([o.last for o in options]),
         )
@@ -269,43 +305,87 @@ class _Builder:
 
     # ------------------------------------------------------------------ the calls section and the root
 
-    def section(self, tools: tuple[Tool, ...], parallel: bool) -> str:
-        """Section opener, one call or (parallel) several joined by the separator, section closer."""
+    def section(self, tools: tuple[Tool, ...], parallel: bool, *, lazy: bool) -> _Piece:
+        """Section opener, one call or (parallel) several joined by the separator, section closer,
+        then what the template writes after them up to the turn's stop (whitespace: a model's turn
+        ends where the template's does, and the stop itself is the end-of-generation token, which a
+        grammar never matches as text). ``lead``: the whitespace the template writes before the
+        section, which an eager grammar asks for (a lazy one starts at the trigger, after it)."""
         call = self.choice([self.call(tool) for tool in tools])
         calls = call
         if parallel and self.calls.separator is not None:
             if self.calls.separator:
                 between = self.tokens([call, *self.markers(self.calls.separator), call])[1:-1]
-            else:  # whitespace or nothing between calls: the shape keeps no difference
-                between = [self.rules.ws()]
+            else:  # whitespace or nothing between calls
+                between = [self.space(self.calls.separator_space)] if self.exact else [self.rules.ws()]
             # Right recursion, not a repetition: a rule that refers to itself is parsed, never lexed
             # as one terminal, which could not tell one more call from the section closer after it.
             name = self.rules.recursive("calls", lambda name: seq(call.expr, optional(seq(*between, name))))
             calls = replace(call, expr=name)
-        return self.join([*self.markers(self.calls.section_open), calls, *self.markers(self.calls.section_close)]).expr
+        whole = self.join([*self.markers(self.calls.section_open), calls, *self.markers(self.calls.section_close)])
+        after = self.calls.close_space + whole.trail
+        tail = literal(after) if self.exact and after else optional(self.rules.ws()) if after else ""
+        lead = "" if lazy else self.calls.open_space + whole.lead
+        return _Piece(seq(whole.expr, tail), lead, "", whole.first, "", whole.sample)
 
-    def eager(self, section: str) -> str:
+    def eager(self, section: str, lead: str = "") -> str:
         """From the first byte of the output: what every turn starts with (the shape's prefix) and a
         reasoning block, each optional, then the calls. When the prompt opened reasoning, the output
         starts inside it, and the prefix is what follows its close marker (Kimi-K3: the close, then
-        ``<|open|>response<|sep|>``)."""
-        ws = self.rules.ws()
+        ``<|open|>response<|sep|>``). ``lead``: the whitespace the template writes before the calls.
+
+        Exact: each with the whitespace the template writes around it; flexible: bounded whitespace
+        around each."""
         reasoning = self.shape.reasoning
-        prefix = self.join(self.markers(self.shape.prefix)).expr
-        written_first = optional(seq(prefix, ws)) if prefix else ""
-        if reasoning is None or reasoning.switched_off(self.thinking):
-            return seq(ws, written_first, section)
+        prefix = self.join(self.markers(self.shape.prefix))
+        switched_off = reasoning is None or reasoning.switched_off(self.thinking)
+        if not self.exact:
+            ws = self.rules.ws()
+            written_first = optional(seq(prefix.expr, ws)) if prefix.expr else ""
+            if switched_off:
+                return seq(ws, written_first, section)
+            assert reasoning is not None
+            if not reasoning.opened_by_prompt(self.thinking):
+                return seq(ws, written_first, optional(seq(self.reasoning(), ws)), section)
+            rest = self.join(self.markers(reasoning.after)).expr
+            reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
+            return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
+
+        def space(text: str) -> str:
+            return literal(text) if text else ""
+
+        def before_calls(piece: _Piece) -> str:
+            """An optional reasoning block right before the calls, then whitespace up to them; without
+            it, the calls' own whitespace. What a template writes between a block's close and the calls
+            is not in the shape (the block's close is read from content turns, the calls' whitespace
+            from turns without a block), so there the whitespace is bounded, not exact."""
+            if not piece.expr:
+                return space(lead)
+            return choice([seq(piece.expr, self.rules.ws()), space(lead) or '""'])
+
+        # Every turn's start, and what every turn starts with (the prefix, read before the calls'
+        # region, so its whitespace and theirs follow each other).
+        start = seq(space(prefix.lead), optional(seq(prefix.expr, space(prefix.trail))) if prefix.expr else "")
+        if switched_off:
+            return seq(start, space(lead), section)
+        assert reasoning is not None
+        close_trail = reasoning.close[-1].trail if reasoning.close else ""
         if not reasoning.opened_by_prompt(self.thinking):
-            return seq(ws, written_first, optional(seq(self.reasoning(), ws)), section)
-        rest = self.join(self.markers(reasoning.after)).expr
-        reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
-        return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
+            return seq(start, before_calls(_Piece(self.reasoning(), trail=close_trail)), section)
+        after = self.join(self.markers(reasoning.after))
+        block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
+        if not after.expr:
+            return seq(before_calls(block), section)
+        # What follows the block is the rest of every turn's prefix: its whitespace and the calls' follow
+        # each other, as the prefix's do.
+        rest = choice([seq(after.expr, space(after.trail), space(lead)), space(lead) or '""'])
+        return seq(optional(seq(block.expr, self.rules.ws())), rest, section)
 
     def answer(self) -> str:
         """An answer written as a one-member JSON object holding it as a string; inline, as a call
         object is, so that a lexing reader does not take its "{" for the start of one token."""
         member = self.json.member(self.json.key(self.shape.answer_key), self.json.string())
-        return seq(literal("{"), self.rules.ws(), member, literal("}"))
+        return seq(literal("{"), self.json.space(), member, literal("}"))
 
     def reasoning(self, after: tuple[str, ...] = ()) -> str:
         """Open marker (absent when the prompt opened the block), text, close marker. The text may not
@@ -318,8 +398,8 @@ class _Builder:
         text = text_until(self.rules, "reasoning-text", close[0].text, (self.calls.trigger.word, *after))
         opening = [] if reasoning.opened_by_prompt(self.thinking) else self.markers(reasoning.open)
         if opening:  # the text takes the whitespace after the open marker in
-            opening[-1] = replace(opening[-1], trail=False)
-        body = _Piece(text, trail=bool(close[0].trail), last=close[0].text)
+            opening[-1] = replace(opening[-1], trail="")
+        body = _Piece(text, trail=close[0].trail, last=close[0].text)
         return self.join([*opening, body, *self.markers(close[1:])]).expr
 
     def call(self, tool: Tool) -> _Piece:
@@ -327,6 +407,8 @@ class _Builder:
         pattern, where it writes something else than the call pattern does with no arguments. (Where
         it writes the same, it would only be a second spelling of the same call, which a lexing GBNF
         reader can take the wrong way: its markers are longer tokens than the call pattern's.)"""
+        # Local $refs of the tool's schemas point into its parameters.
+        self.json.root = self.python.root = tool.arguments_schema
         call = self.sequence(self.calls.call, tool)
         if self.calls.no_arguments is None or tool.properties:
             return call
@@ -364,7 +446,9 @@ class _Builder:
         raise UnsupportedFormat(f"no grammar for call part {part!r}")
 
     def marker(self, part: Marker) -> _Piece:
-        return _Piece(literal(part.text), bool(part.lead), bool(part.trail), part.text, part.text, part.text)
+        if not part.text and self.exact:  # whitespace alone between two fields
+            return _Piece(literal(part.lead + part.trail))
+        return _Piece(literal(part.text), part.lead, part.trail, part.text, part.text, part.text)
 
     def name(self, tool: Tool) -> _Piece:
         return _Piece(literal(tool.name), first=tool.name, last=tool.name, sample=tool.name)
@@ -383,8 +467,9 @@ class _Builder:
             expr = self.python.value(tool.arguments_schema, f"{tool.name}-args")
         else:
             expr = self.json.value(tool.arguments_schema, f"{tool.name}-args")
-        # A JSON text may have whitespace around it.
-        return _Piece(expr, lead=True, trail=True, sample='"{}"' if part.encoding == "string" else "{}")
+        # A JSON text may have whitespace around it, where it is not written exactly.
+        space = self.value_space
+        return _Piece(expr, lead=space, trail=space, sample='"{}"' if part.encoding == "string" else "{}")
 
     def key_value_args(self, part: KeyValueArgs, tool: Tool, following: str) -> _Piece:
         forms = {form.json_type: form for form in part.forms}
@@ -394,11 +479,20 @@ class _Builder:
         members = []
         properties = sorted(tool.properties.items()) if part.sorted_names else tool.properties.items()
         for key, schema in properties:
-            kind = _json_type(schema)
-            form = forms.get(kind) or forms.get("string")
-            if form is None:
-                raise UnsupportedFormat(f"no form for {kind} arguments ({tool.name}.{key})")
-            members.append((self.argument(form, key, schema, f"{tool.name}-{key}", stops), key in required))
+            # A value of several types (a type list, anyOf, a $ref, no type at all) may be written
+            # by any of their forms: one alternative per form, each with the schema of its types.
+            by_form: dict[int, tuple[ArgumentShape, list[str]]] = {}
+            for kind in _json_types(self.json.resolved(schema), forms):
+                form = forms.get(kind) or forms.get("string")
+                if form is None:
+                    raise UnsupportedFormat(f"no form for {kind} arguments ({tool.name}.{key})")
+                by_form.setdefault(id(form), (form, []))[1].append(kind)
+            hint = f"{tool.name}-{key}"
+            options = [
+                self.argument(form, key, schema if len(by_form) == 1 else _narrowed(schema, kinds), hint, stops)
+                for form, kinds in by_form.values()
+            ]
+            members.append((choice(options), key in required))
         return _Piece(ordered(members, self.separator(part.separator)))
 
     def json_call_object(self, part: JsonCallObject, tool: Tool) -> _Piece:
@@ -410,7 +504,8 @@ class _Builder:
         empty: Any = "{}" if layout.arguments_encoding == "string" else {}
         if layout.name_is_key:
             sample = json.dumps({tool.name: empty}, separators=(",", ":"))
-            return _Piece(self.json_object({tool.name: arguments}, [tool.name]), True, True, "{", "}", sample)
+            space = self.value_space
+            return _Piece(self.json_object({tool.name: arguments}, [tool.name]), space, space, "{", "}", sample)
         if not layout.name_path or not layout.arguments_path:
             raise UnsupportedFormat("a JSON call without a name or arguments key")
         tree: dict[str, Any] = {}
@@ -443,7 +538,7 @@ class _Builder:
             _put(tree, written, path, literal(text), json.loads(text))
         order = [key for key in layout.key_order if key in tree] + [key for key in tree if key not in layout.key_order]
         sample = json.dumps({key: written[key] for key in order}, separators=(",", ":"))
-        return _Piece(self.json_object(tree, order), True, True, "{", "}", sample)
+        return _Piece(self.json_object(tree, order), self.value_space, self.value_space, "{", "}", sample)
 
     # ------------------------------------------------------------------ helpers of the part methods
 
@@ -457,26 +552,29 @@ class _Builder:
             )
             for key in order
         ]
-        comma = seq(literal(","), self.rules.ws())
-        return seq(literal("{"), self.rules.ws(), ordered([(m, True) for m in members], comma), literal("}"))
+        return seq(
+            literal("{"), self.json.space(), ordered([(m, True) for m in members], self.json.comma()), literal("}")
+        )
 
     def separator(self, markers: Markers) -> str:
         """Between two arguments: the separator's markers, or whitespace when it is only that."""
         if not markers:
             return ""
         if not any(marker.text for marker in markers):
-            return self.rules.ws()
-        ws = self.rules.ws()
+            return self.space("".join(marker.lead + marker.trail for marker in markers) or " ")
         return seq(
-            ws if markers[0].lead else "", self.join(self.markers(tuple(markers))).expr, ws if markers[-1].trail else ""
+            self.space(markers[0].lead), self.join(self.markers(tuple(markers))).expr, self.space(markers[-1].trail)
         )
 
     def argument(self, form: ArgumentShape, key: str, schema: Any, hint: str, stops: str) -> str:
         """One argument by its form's parts. ``stops``: the first characters of what may follow the
         argument, before which a value that ends the form stops when its syntax is not known."""
         pieces: list[_Piece] = []
-        # Whitespace alone around a key or value is theirs: the parser trims what the template wrote.
-        parts = [part for part in form.parts if not (isinstance(part, Marker) and not part.text)]
+        if self.exact:
+            parts = _space_into_markers(form.parts)
+        else:
+            # Whitespace alone around a key or value is theirs: the parser trims what the template wrote.
+            parts = [part for part in form.parts if not (isinstance(part, Marker) and not part.text)]
         i = 0
         while i < len(parts):
             item = parts[i]
@@ -496,7 +594,7 @@ class _Builder:
                 # the template's own whitespace off a raw value and keeps any other.
                 opened = _run(parts, i - 1, -1)
                 if pieces:
-                    pieces[-1] = replace(pieces[-1], trail=False)
+                    pieces[-1] = replace(pieces[-1], trail="")
                 values = choice(literal(value) for value in _string_choices(schema))
                 pieces.append(
                     _Piece(
@@ -507,23 +605,25 @@ class _Builder:
                         )
                     )
                 )
-                pieces.append(replace(self.marker(ends[0]), lead=False))
+                pieces.append(replace(self.marker(ends[0]), lead=""))
                 pieces.extend(self.markers(ends[1:]))
                 i += 1 + len(ends)
             elif form.syntax == "raw" and ends:
-                # Raw text runs to the next marker and takes it in; whitespace around it is the text's.
-                if pieces:
-                    pieces[-1] = replace(pieces[-1], trail=False)
-                pieces.append(
-                    _Piece(
-                        text_until(self.rules, "raw-text", ends[0].text), trail=bool(ends[0].trail), last=ends[0].text
-                    )
-                )
+                self.unchecked(schema, hint, "a value written as raw text")
+                # Raw text runs to the next marker and takes it in; whitespace around it is the text's
+                # (exact: but for the template's own, written before the text and before the marker).
+                if self.exact:
+                    stop = ends[0].lead + ends[0].text
+                else:
+                    stop = ends[0].text
+                    if pieces:
+                        pieces[-1] = replace(pieces[-1], trail="")
+                pieces.append(_Piece(text_until(self.rules, "raw-text", stop), trail=ends[0].trail, last=ends[0].text))
                 pieces.extend(self.markers(ends[1:]))
                 i += 1 + len(ends)  # the markers after it are taken
             elif form.syntax in ("json", "python"):
                 rules = self.json if form.syntax == "json" else self.python
-                pieces.append(_Piece(rules.value(schema, hint), lead=True, trail=True))
+                pieces.append(_Piece(rules.value(schema, hint), lead=self.value_space, trail=self.value_space))
                 i += 1
             elif (tag := _tag_texts(parts)) is not None and (nested := self.tag_value(tag, schema, hint)) is not None:
                 # An object or array written as nested tags in the argument form (MiniMax-M3).
@@ -534,6 +634,7 @@ class _Builder:
                 pieces.append(_Piece(choice(literal(value) for value in _string_choices(schema))))
                 i += 1
             else:
+                self.unchecked(schema, hint, "a value written in the template's own notation")
                 # Unknown syntax (or raw text with no marker after it): text up to the next marker,
                 # brackets balanced so a nested object or list may hold that marker's first character.
                 pieces.append(_Piece(self.loose(ends[0].text[0] if ends else stops)))
@@ -609,6 +710,13 @@ class _Builder:
             return text_until(self.rules, "tag-text", closing), ""
         return self.json.value(schema, hint), closing
 
+    def unchecked(self, schema: Any, hint: str, how: str) -> None:
+        """Report the constraints of a value the grammar takes as text (all but its type)."""
+        if isinstance(schema, dict):
+            for keyword in schema:
+                if keyword not in ("type", "description", "title", "default", "examples"):
+                    self.rules.note(hint, f"{keyword} ({how})")
+
     def loose(self, stops: str) -> str:
         """Any text with balanced ``{}``/``[]`` that holds the characters of ``stops`` only inside brackets."""
         inner = self.rules.recursive(
@@ -616,6 +724,32 @@ class _Builder:
         )
         outer = char_class(set("{}[]") | set(stops), negated=True)
         return self.rules.add("loose", f'( {outer} | "{{" {inner} "}}" | "[" {inner} "]" )*')
+
+
+def _space_into_markers(parts: tuple[ArgPart, ...]) -> list[ArgPart]:
+    """Whitespace alone between two parts, held by the marker before it (as its ``trail``) or after it
+    (``lead``), so that it is written exactly where the template writes it; kept on its own between
+    a key and a value."""
+    out: list[ArgPart] = []
+    pending = ""
+    for part in parts:
+        if isinstance(part, Marker) and not part.text:
+            written = part.lead + part.trail
+            if out and isinstance(out[-1], Marker) and out[-1].text:
+                out[-1] = replace(out[-1], trail=out[-1].trail + written)
+            else:
+                pending += written
+            continue
+        if pending:
+            if isinstance(part, Marker):
+                part = replace(part, lead=pending + part.lead)
+            else:
+                out.append(Marker("", pending, ""))
+            pending = ""
+        out.append(part)
+    if pending:
+        out.append(Marker("", pending, ""))
+    return out
 
 
 def _run(parts: list[ArgPart], start: int, step: int) -> Markers:
@@ -686,6 +820,45 @@ def _string_choices(schema: Any) -> list[str]:
         return []
     values = schema.get("enum") or ([schema["const"]] if "const" in schema else [])
     return list(values) if values and all(isinstance(value, str) for value in values) else []
+
+
+_ALL_TYPES = ("string", "integer", "number", "boolean", "null", "object", "array")
+
+
+def _json_types(schema: Any, forms: dict[str, ArgumentShape]) -> list[str]:
+    """The JSON types a value of ``schema`` may have (each picks an argument form): the one it gives,
+    those of a type list or of anyOf/oneOf options, or, where the schema says nothing, every type the
+    template has a form for."""
+    if isinstance(schema, dict):
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return [k for k in kind if isinstance(k, str)] or list(forms)
+        if isinstance(kind, str):
+            return [kind]
+        for combinator in ("anyOf", "oneOf"):
+            options = schema.get(combinator)
+            if isinstance(options, list) and options:
+                found = [t for option in options for t in _json_types({**schema, combinator: [], **option}, forms)]
+                return list(dict.fromkeys(found))
+        if any(key in schema for key in ("enum", "const", "properties", "items")):
+            return [_json_type(schema)]
+    return [kind for kind in _ALL_TYPES if kind in forms] or ["string"]
+
+
+def _narrowed(schema: Any, kinds: list[str]) -> Any:
+    """``schema`` for values of ``kinds`` only: the anyOf/oneOf options of those types, or the type
+    list cut to them."""
+    if not isinstance(schema, dict):
+        return {"type": kinds}
+    for combinator in ("anyOf", "oneOf"):
+        options = schema.get(combinator)
+        if isinstance(options, list) and options:
+            base = {k: v for k, v in schema.items() if k != combinator}
+            kept = [
+                o for o in options if set(_json_types({**base, **o} if isinstance(o, dict) else o, {})) & set(kinds)
+            ]
+            return {**base, combinator: kept} if kept else {**base, "type": kinds}
+    return {**schema, "type": kinds[0] if len(kinds) == 1 else kinds}
 
 
 def _json_type(schema: Any) -> str:

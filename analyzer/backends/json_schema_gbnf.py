@@ -7,16 +7,25 @@ an expression for the JSON values it allows, and ``PythonRules`` does the same f
 
 What the schema rules cover: the JSON types, ``enum`` and ``const``, ``anyOf``/``oneOf`` and type
 lists as alternatives, objects with their properties in schema order (required ones mandatory,
-optional ones omissible), nested objects and arrays (``items``, ``minItems``, ``maxItems``). Anything
-else (``$ref``, string formats, numeric bounds) is not checked: the value only has to be of the type.
+optional ones omissible), nested objects and arrays (``items``, ``minItems``, ``maxItems``), local
+``$ref`` (``#/$defs/...``, ``#/definitions/...``, recursive ones too), ``allOf`` (merged), strings'
+``minLength``/``maxLength`` and ``pattern`` (the regex subset ``gbnf_values`` writes), integers'
+``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum``. Every other constraint (string
+formats, number bounds, ``multipleOf``, ``uniqueItems``, ``not``, ``patternProperties``, a pattern a
+grammar cannot hold...) is not checked, and never silently: ``Rules.unenforced`` lists each one
+(``where: keyword``) for the caller to report. The grammar then takes more than the schema does, never
+less: a valid call is never refused.
 
 ``additionalProperties``: an object schema that declares properties allows only those unless
 ``additionalProperties`` is ``true`` or a schema (a tool call should use the declared parameters); one
 that declares none allows any members unless ``additionalProperties`` is ``false`` (then only ``{}``).
 Further members come after the declared ones; their keys are not kept from repeating a declared key.
 
-Whitespace between tokens is optional and bounded (``ws``: at most ``WS_MAX`` characters), so a
-model can write ``{"a": 1}`` or an indented object but cannot loop on whitespace forever.
+Whitespace: given the template's separators (``SchemaRules(rules, (", ", ": "))``, as its ``tojson``
+writes them), values are written exactly that way, with no other whitespace. Without them (the
+``flexible`` mode, or separators the renders did not show) whitespace between tokens is optional and
+bounded (``ws``: at most ``WS_MAX`` characters), so a model can write ``{"a": 1}`` or an indented
+object but cannot loop on whitespace forever.
 
 Which rules get names: GBNF readers that lex (llguidance's converter makes every rule built only of
 literals, classes and such rules one greedy terminal) cannot end a terminal early once its text
@@ -28,6 +37,7 @@ written inline, so such a reader parses it instead of lexing it. Recursive rules
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -35,16 +45,63 @@ from typing import Any
 WS_MAX = 20
 _WS_CHARS = " \t\n\r"
 _NAME_JUNK = re.compile(r"[^a-z0-9]+")
+# Keywords that say nothing about which values are valid.
+_ANNOTATIONS = frozenset(
+    {
+        "description",
+        "title",
+        "default",
+        "examples",
+        "$schema",
+        "$id",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$defs",
+        "definitions",
+        "contentMediaType",
+        "contentEncoding",
+    }
+)
+# Keywords the rules enforce (bounds only where the value's type is the one they apply to).
+_ENFORCED = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "minItems",
+        "maxItems",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+    }
+)
 # "root" is the start rule; llguidance's converter renames it "start", so that name must stay free.
 _RESERVED = frozenset({"root", "start"})
 _CLASS_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 # JSON string: any character but '"', '\' and control characters, or an escape (RFC 8259).
+_QUOTE = r'"\""'  # the GBNF literal for a JSON string's quote
+_JSON_CHAR = r"""[^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )"""
 _JSON_STRING = r'''"\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""'''
 # Python string literal in either quote, any backslash escape (repr writes \n, \', \x.., \u....).
 _PY_STRING = r'''"'" ( [^'\\] | "\\" [^\x0A] )* "'" | "\"" ( [^"\\] | "\\" [^\x0A] )* "\""'''
 _INTEGER = '"-"? ( "0" | [1-9] [0-9]{0,15} )'
-_NUMBER = _INTEGER + r' ( "." [0-9]{1,16} )? ( [eE] [+\x2D]? [0-9]{1,3} )?'
+# A fraction as long as the shortest round-trip spelling of a double (17 digits after up to 4 zeros).
+_NUMBER = _INTEGER + r' ( "." [0-9]{1,21} )? ( [eE] [+\x2D]? [0-9]{1,3} )?'
 
 
 def literal(text: str) -> str:
@@ -133,6 +190,13 @@ class Rules:
         self._bodies: dict[str, str] = {}  # name -> body, in definition order
         self._names: dict[str, str] = {}  # body -> name
         self._recursive: dict[str, str] = {}  # hint -> name
+        self.unenforced: list[str] = []  # "where: keyword" for each constraint the grammar does not hold
+
+    def note(self, where: str, what: str) -> None:
+        """A constraint the grammar does not hold, for the caller to report (once each)."""
+        entry = f"{where}: {what}"
+        if entry not in self.unenforced:
+            self.unenforced.append(entry)
 
     def add(self, hint: str, body: str) -> str:
         """The name of a rule with ``body``; ``hint`` becomes a valid, unused GBNF name."""
@@ -179,8 +243,29 @@ class SchemaRules:
 
     prefix = ""  # of the names of the rules that differ by syntax but not by schema
 
-    def __init__(self, rules: Rules) -> None:
+    def __init__(self, rules: Rules, separators: tuple[str, ...] = ()) -> None:
+        """``separators``: (between items, after a key) to write values exactly so; () for any
+        bounded whitespace between tokens."""
         self.rules = rules
+        self.separators = separators if len(separators) == 2 else ()
+        self.root: Any = None  # the schema local $refs point into (a tool's parameters)
+
+    # ------------------------------------------------------------------ whitespace
+
+    def space(self) -> str:
+        """Where whitespace may stand between tokens: none when values are written exactly."""
+        return "" if self.separators else self.rules.ws()
+
+    def comma(self) -> str:
+        """Between two members or items."""
+        return literal(self.separators[0]) if self.separators else seq(literal(","), self.rules.ws())
+
+    def colon(self) -> str:
+        """Between a key and its value."""
+        if self.separators:
+            return literal(self.separators[1])
+        ws = self.rules.ws()
+        return seq(ws, literal(":"), ws)
 
     # ------------------------------------------------------------------ the syntax of values
 
@@ -214,6 +299,13 @@ class SchemaRules:
         """An expression for the values ``schema`` allows; ``hint`` names the rules it needs."""
         if not isinstance(schema, dict) or not schema:
             return self.any_value()
+        if "$ref" in schema:
+            return self.reference(schema, hint)
+        if "allOf" in schema:
+            return self.value(self.merged(schema, hint), hint)
+        for keyword in schema:
+            if keyword not in _ENFORCED and keyword not in _ANNOTATIONS:
+                self.rules.note(hint, keyword)
         if "const" in schema:
             return self.constant(schema["const"])
         if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -238,14 +330,140 @@ class SchemaRules:
             return self.object(schema, hint)
         if kind == "array":
             return self.array(schema, hint)
-        simple = {
-            "string": self.string,
-            "integer": self.integer,
-            "number": self.number,
-            "boolean": self.boolean,
-            "null": self.null,
-        }.get(kind or "")
+        if kind == "string":
+            return self.string_value(schema, hint)
+        if kind == "integer":
+            return self.integer_value(schema, hint)
+        if kind == "number":
+            for keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                if keyword in schema:
+                    self.rules.note(hint, f"{keyword} of a number")
+        simple = {"number": self.number, "boolean": self.boolean, "null": self.null}.get(kind or "")
         return simple() if simple else self.any_value()
+
+    # ------------------------------------------------------------------ references and merged schemas
+
+    def reference(self, schema: dict[str, Any], hint: str) -> str:
+        """A local ``$ref`` (a JSON pointer into the tool's parameters), as a rule of its own so that a
+        schema referring to itself is a recursive rule; any other reference: any value, reported."""
+        ref = schema["$ref"]
+        target = self.resolve(ref)
+        if target is None:
+            self.rules.note(hint, f"$ref {ref!r} (not a local reference)")
+            return self.any_value()
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        if any(k not in _ANNOTATIONS for k in rest):
+            # Keywords beside a $ref apply with it: merged, as allOf.
+            return self.value({"allOf": [target, rest]}, hint)
+        name = _NAME_JUNK.sub("-", str(ref).lower()).strip("-")
+        key = f"{self.prefix}ref-{name}{'-exact' if self.separators else ''}"
+        return self.rules.recursive(key, lambda _: self.value(target, f"{self.prefix}{name}"))
+
+    def resolved(self, schema: Any) -> Any:
+        """``schema`` with a local ``$ref`` at its top replaced by its target (the keywords beside it kept)."""
+        seen = 0
+        while isinstance(schema, dict) and "$ref" in schema and seen < 16:
+            target = self.resolve(schema["$ref"])
+            if not isinstance(target, dict):
+                break
+            schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+            seen += 1
+        return schema
+
+    def resolve(self, ref: Any) -> Any:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return None
+        node = self.root
+        for step in ref[1:].split("/")[1:] if ref != "#" else []:
+            step = step.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and step in node:
+                node = node[step]
+            elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
+                node = node[int(step)]
+            else:
+                return None
+        return node
+
+    def merged(self, schema: dict[str, Any], hint: str) -> dict[str, Any]:
+        """``allOf`` as one schema: properties and required lists joined, other keywords taken where
+        the parts agree; where they disagree, the first part's is kept and the conflict reported."""
+        out = {k: v for k, v in schema.items() if k != "allOf"}
+        parts = schema["allOf"] if isinstance(schema["allOf"], list) else []
+        for part in parts:
+            while isinstance(part, dict) and "$ref" in part and self.resolve(part["$ref"]) is not None:
+                part = {**self.resolve(part["$ref"]), **{k: v for k, v in part.items() if k != "$ref"}}
+            if not isinstance(part, dict):
+                continue
+            if "allOf" in part:
+                part = self.merged(part, hint)
+            for key, value in part.items():
+                if key == "properties" and isinstance(value, dict):
+                    out["properties"] = {**out.get("properties", {}), **value}
+                elif key == "required" and isinstance(value, list):
+                    out["required"] = list(dict.fromkeys([*out.get("required", []), *value]))
+                elif key not in out:
+                    out[key] = value
+                elif out[key] != value and key not in _ANNOTATIONS:
+                    self.rules.note(hint, f"allOf: {key} given twice (the first kept)")
+        return out
+
+    # ------------------------------------------------------------------ bounded scalars
+
+    def string_value(self, schema: dict[str, Any], hint: str) -> str:
+        """A string, held to its ``pattern`` or its ``minLength``/``maxLength`` (not both at once)."""
+        from analyzer.backends.gbnf_values import pattern_body  # (that module builds on this one's toolkit)
+
+        pattern = schema.get("pattern")
+        low = schema.get("minLength") if type(schema.get("minLength")) is int else 0
+        high = schema.get("maxLength") if type(schema.get("maxLength")) is int else None
+        if self.prefix:  # Python strings: in either quote, escaped as repr does
+            for keyword in ("pattern", "minLength", "maxLength"):
+                if keyword in schema:
+                    self.rules.note(hint, f"{keyword} of a Python string")
+            return self.string()
+        if not isinstance(pattern, str) and not low and high is None:
+            return self.string()
+        char = self.rules.add("json-char", _JSON_CHAR)
+        if isinstance(pattern, str):
+            body = pattern_body(pattern, char)
+            if body is None:
+                self.rules.note(hint, f"pattern {pattern!r}")
+            else:
+                for keyword in ("minLength", "maxLength"):
+                    if keyword in schema:
+                        self.rules.note(hint, f"{keyword} beside a pattern")
+                return self.rules.add(f"{hint}-string", seq(_QUOTE, body, _QUOTE))
+        if low or high is not None:
+            repeat = f"{{{low},{'' if high is None else high}}}"
+            return self.rules.add(f"{hint}-string", seq(_QUOTE, f"( {char} ){repeat}", _QUOTE))
+        return self.string()
+
+    def integer_value(self, schema: dict[str, Any], hint: str) -> str:
+        """An integer within its bounds (``exclusive*`` as numbers, draft 6 on; as flags, draft 4)."""
+        from analyzer.backends.gbnf_values import integer_range
+
+        def bound(key: str, exclusive: str, step: int) -> int | None:
+            value = schema.get(key)
+            flag = schema.get(exclusive)
+            found: list[int] = []
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                edge = math.ceil(value) if step > 0 else math.floor(value)
+                found.append(edge + step if flag is True and edge == value else edge)
+            if isinstance(flag, (int, float)) and not isinstance(flag, bool):
+                edge = math.floor(flag) + 1 if step > 0 else math.ceil(flag) - 1
+                found.append(edge)
+            if not found:
+                return None
+            return max(found) if step > 0 else min(found)
+
+        low, high = bound("minimum", "exclusiveMinimum", 1), bound("maximum", "exclusiveMaximum", -1)
+        if low is None and high is None:
+            return self.integer()
+        expr = integer_range(low, high)
+        if not expr:
+            self.rules.note(hint, "bounds no integer meets")
+            return self.integer()
+        return self.rules.add(f"{hint}-integer", expr)
 
     def object(self, schema: dict[str, Any], hint: str) -> str:
         declared = schema.get("properties")
@@ -261,39 +479,38 @@ class SchemaRules:
         extra = ""
         if additional is True or isinstance(additional, dict):
             extra = self.member(self.string(), self.value(additional, f"{hint}-extra"))
-        body = ordered(members, seq(literal(","), self.rules.ws()), extra)
-        return self.rules.add(hint, seq(literal("{"), self.rules.ws(), body, literal("}")))
+        body = ordered(members, self.comma(), extra)
+        return self.rules.add(hint, seq(literal("{"), self.space(), body, literal("}")))
 
     def member(self, key: str, value: str) -> str:
         """``key: value`` with the whitespace that may follow it (before ``,`` or ``}``)."""
-        ws = self.rules.ws()
-        return seq(key, ws, literal(":"), ws, value, ws)
+        return seq(key, self.colon(), value, self.space())
 
     def array(self, schema: dict[str, Any], hint: str) -> str:
-        ws = self.rules.ws()
+        ws = self.space()
         item = seq(self.value(schema.get("items"), f"{hint}-item"), ws)
         low = schema["minItems"] if isinstance(schema.get("minItems"), int) else 0
         high = schema["maxItems"] if isinstance(schema.get("maxItems"), int) else None
         if high == 0:
             return self.rules.add(hint, seq(literal("["), ws, literal("]")))
-        more = group(seq(literal(","), ws, item)) + f"{{{max(low - 1, 0)},{'' if high is None else high - 1}}}"
+        more = group(seq(self.comma(), item)) + f"{{{max(low - 1, 0)},{'' if high is None else high - 1}}}"
         items = seq(item, more)
         return self.rules.add(hint, seq(literal("["), ws, items if low > 0 else optional(items), literal("]")))
 
     def any_object(self, value: str) -> str:
         """An object with any keys, each value ``value``."""
-        ws = self.rules.ws()
+        ws = self.space()
         member = self.member(self.string(), value)
-        members = optional(seq(member, group(seq(literal(","), ws, member)) + "*"))
+        members = optional(seq(member, group(seq(self.comma(), member)) + "*"))
         return self.rules.add(f"{self.prefix}object", seq(literal("{"), ws, members, literal("}")))
 
     def any_value(self) -> str:
         """Any value, for an empty or absent schema."""
 
         def build(name: str) -> str:
-            ws = self.rules.ws()
+            ws = self.space()
             item = seq(name, ws)
-            array = seq(literal("["), ws, optional(seq(item, group(seq(literal(","), ws, item)) + "*")), literal("]"))
+            array = seq(literal("["), ws, optional(seq(item, group(seq(self.comma(), item)) + "*")), literal("]"))
             return " | ".join(
                 (
                     self.any_object(name),
@@ -305,7 +522,8 @@ class SchemaRules:
                 )
             )
 
-        return self.rules.recursive(f"{self.prefix}any-value", build)
+        # Made once per hint: the hint says whether it is written exactly.
+        return self.rules.recursive(f"{self.prefix}any-value{'-exact' if self.separators else ''}", build)
 
 
 class PythonRules(SchemaRules):

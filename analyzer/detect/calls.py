@@ -30,6 +30,7 @@ from analyzer.description import (
     Unknown,
 )
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
+from analyzer.detect.json_style import detect_json_separators
 from analyzer.detect.turn import shared_turn_end
 from analyzer.diff import find_all, repeated_unit
 from analyzer.render import variants as v
@@ -73,7 +74,10 @@ def calls_region(
         tool_after = _continuation(then_tool, output, last)
         user_after = _continuation(then_user, output, last)
         if tool_after is not None and user_after is not None:
-            shared = shared_turn_end(tool_after, user_after, turn.generation_prompt)
+            opening = session.render(v.opening(form), generation_prompt=False)
+            shared = shared_turn_end(
+                tool_after, user_after, turn.generation_prompt, opening if isinstance(opening, str) else ""
+            )
     if shared is not None and tail.startswith(shared):
         end = min(end, last + len(shared))
     return start, max(start, end), shared
@@ -207,6 +211,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
             and isinstance(separator, str)
             and separator.strip() == ","
         ),
+        json_separators=detect_json_separators(session),
     )
     return CallsFinding(calls, parallel, tuple(warnings))
 

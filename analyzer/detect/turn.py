@@ -48,15 +48,51 @@ def _first_marker(text: str) -> str:
     return text[:end] + rest[: len(rest) - len(rest.lstrip())]
 
 
-def shared_turn_end(final: str, continued: str, prompt: str | Unknown) -> str:
-    """What two continuations of a turn share, less the start of the next header."""
+def shared_turn_end(final: str, continued: str, prompt: str | Unknown, opening: str = "") -> str:
+    """What two continuations of a turn share, less the start of the next header.
+
+    The next header starts the way the assistant header (the generation prompt) starts, or, for a
+    template that writes its generation prompt whatever it is asked (the prompt then reads as ""),
+    the way the first header of a conversation does: ``opening`` is a render's start, where no
+    turn ends before the first header."""
     shared = final[: marker_start(final, common_prefix_len(final, continued))]
-    if isinstance(prompt, str) and prompt:
-        # The next header starts the way the assistant header (the generation prompt) starts.
-        for m in find_markers(shared, symbols=True):
-            if prompt.startswith(shared[m.start() :]) and shared[m.start() :].strip():
-                return shared[: m.start()]
+    for m in find_markers(shared, symbols=True):
+        header = shared[m.start() :]
+        if header.strip() and (
+            (isinstance(prompt, str) and prompt and prompt.startswith(header)) or _opens(opening, header)
+        ):
+            return shared[: m.start()]
     return shared
+
+
+def _opens(text: str, header: str) -> bool:
+    """Whether ``text`` holds ``header`` before any text that is not a marker (the first header)."""
+    at = text.find(header)
+    if at < 0:
+        return False
+    before = text[:at]
+    for m in reversed(find_markers(before, symbols=True)):
+        before = before[: m.start()] + before[m.end() :]
+    return not before.strip()
+
+
+def _turn_stop(end: str, after_user: str | None, call_output: str | Failed) -> str:
+    """The stop in a turn end: its first marker that also ends a user's turn and stands nowhere in a
+    call turn but at its end (``<|end|>`` of ``\n<|end|>\n</s>``: a model's turn is over once it
+    writes that, and a vocabulary marks such a token end-of-generation); else the end's last marker."""
+    found = find_markers(end.strip(), symbols=True)
+    if not found:
+        return ""
+    written = call_output if isinstance(call_output, str) else ""
+    for m in found[:-1]:
+        marker = m.group()
+        if (
+            after_user is not None
+            and after_user.lstrip().startswith(marker)
+            and written.count(marker) == end.count(marker)
+        ):
+            return marker
+    return found[-1].group()
 
 
 def detect_turn(session: Session, call_output: str | Failed) -> Turn:
@@ -70,9 +106,13 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
     answer = v.assistant(session.form, content=v.CONTENT_TEXT)
     continued = session.history(answer, v.user(v.USER_TEXT2))
     then_user = None
+    after_user = None  # what the template writes after a user's message: the user's turn end first
     if isinstance(continued, str) and v.USER_TEXT2 in continued:
         text = continued[: continued.rfind(v.USER_TEXT2)]
         then_user = after(text, v.CONTENT_TEXT)
+        after_user = continued[continued.rfind(v.USER_TEXT2) + len(v.USER_TEXT2) :]
+    opening = session.render(v.opening(session.form), generation_prompt=False)
+    opening_text = opening if isinstance(opening, str) else ""
 
     if isinstance(call_output, str) and v.FN1 in call_output:
         # What a content turn and a call turn share at the start belongs to the turn, not the content.
@@ -92,7 +132,7 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
         stop_text = final_after[len(content_close) :]
     else:
         following = then_user[len(content_close) :]
-        end = shared_turn_end(final_after[len(content_close) :], following, prompt)
+        end = shared_turn_end(final_after[len(content_close) :], following, prompt, opening_text)
         if not end.strip():
             first = _first_marker(following)
             header = find_markers(following, symbols=True)
@@ -105,7 +145,7 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
         stop_text = end if end.strip() else following
     found = find_markers(stop_text.strip(), symbols=True) if stop_text.strip() else []
     if isinstance(end, str) and end.strip() and found:
-        stop = found[-1].group()
+        stop = _turn_stop(end, after_user, call_output)
     else:
         stop = found[0].group() if found and found[0].start() == 0 else ""
     return Turn(

@@ -229,6 +229,14 @@ class CallsShape:
     opener: Markers
     ends_with: str
     followers: tuple[str, ...]
+    # The whitespace the template writes before the first call, between two calls and after the last
+    # (up to the turn's stop) where no marker holds it as ``lead``/``trail``: a section opener,
+    # separator or closer of whitespace alone. For the grammar; the parser skips whitespace there.
+    open_space: str = ""
+    separator_space: str = ""
+    close_space: str = ""
+    # How the template writes the calls' JSON: (between items, after a key); () when unknown.
+    json_separators: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,7 @@ class Stream:
         self._json_opener, self._answer_opener, self._fences = plan.json_opener, plan.answer_opener, plan.fences
         self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
         self._named_after = plan.named_after
+        self._turn_end = plan.turn_end
         self._reasoning_watch, self._reasoning_longest = plan.reasoning_watch, plan.reasoning_longest
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
         self._answer_closed = -1  # where its closing quote is, once seen
@@ -492,9 +493,26 @@ class Stream:
             if final and not rest.strip():
                 self._consume(len(rest))
             return
+        if word == self._turn_end and self._ends_turn(buf[len(word) :], final):
+            # What the template writes to close a turn before its stop (Kimi-K3's
+            # <|close|>response<|sep|><|close|>message<|sep|>): a marker, not content.
+            if final or buf[len(word) :].strip():
+                self._consume(len(word))
+            return
         # Looked like a marker but is not one: it is content.
         self._emit_content(deltas, word)
         self._consume(len(word))
+
+    def _ends_turn(self, rest: str, final: bool) -> bool:
+        """Whether the turn's end text, followed by ``rest``, closes the turn: nothing or a stop follows
+        (or, still streaming, may follow: the text waits)."""
+        rest = rest.lstrip()
+        stops = [stop for stop in self.shape.stops if stop]
+        if not rest:
+            return True
+        if any(rest.startswith(stop) for stop in stops):
+            return True
+        return not final and any(stop.startswith(rest) for stop in stops)
 
     def _json_trigger(self, buf: str) -> int | None:
         if self._json_opener is None:
@@ -822,6 +840,13 @@ class Stream:
         self._emit(deltas, Delta(error=error))
 
 
+def turn_end_before_stop(shape: OutputShape) -> str:
+    """The text the template writes to close a turn before its stop, less whitespace ("" when none)."""
+    written = "".join(marker.written for marker in shape.end)
+    at = min((at for stop in shape.stops if stop and (at := written.find(stop)) >= 0), default=-1)
+    return written[:at].strip() if at > 0 else ""
+
+
 class _Plan:
     """What a stream reads off its shape before any text: the same for every parse of one parser."""
 
@@ -842,6 +867,7 @@ class _Plan:
         )
         # Bare JSON may come in a code fence, which is dropped around it.
         self.fences = self.json_opener is not None or self.answer_opener is not None
+        self.turn_end = turn_end_before_stop(shape)
         self.watch = self._content_markers(shape)
         self.longest = max((len(word) for word in self.watch), default=1)
         self.reasoning_watch: list[str] = []
@@ -883,6 +909,7 @@ class _Plan:
             # A closer some templates write after content (not a bare "]", which is only JSON syntax).
             watch.append(calls.section_close[0].text)
         watch += [stop for stop in shape.stops if stop]
+        watch.append(self.turn_end)
         if self.fences:
             watch.append(_FENCE)
         return [word for word in dict.fromkeys(watch) if word]

@@ -198,6 +198,9 @@ def test_cli_prints_the_body_and_reports_server_errors_apart(
     template = str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")
     code, out, _ = run(["export", template, *_files(tmp_path), "--n-predict", "64"])
     assert code == 0 and json.loads(out)["n_predict"] == 64
+    assert "ws ::=" not in json.loads(out)["grammar"]  # exact: the template's own whitespace only
+    code, out, _ = run(["export", template, *_files(tmp_path), "--whitespace", "flexible"])
+    assert code == 0 and "ws ::=" in json.loads(out)["grammar"]
 
     stand_in.script = (200, "Sunny in", "limit")  # type: ignore[attr-defined]
     code, out, err = run(["export", template, *_files(tmp_path), "--send", url(stand_in)])

@@ -13,7 +13,7 @@ import string
 
 import pytest
 from helpers.gbnf_check import accepts
-from helpers.grammar import TOOLS, calls_span, case, described, model_output
+from helpers.grammar import TOOLS, case, described, model_output, turn_span
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -54,6 +54,11 @@ SEARCH_ARGS = st.tuples(
     ),
 ).map(lambda pair: {"query": pair[0], **pair[1]})
 GRAMMARS: dict[str, str] = {}
+# Templates drawn with one call only, with the reason.
+ONE_CALL = {
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "template defect: it closes the section (and the turn) only after "
+    "the last of several calls, never after one, so two calls end with a closer the shape does not hold"
+}
 
 
 def _unescaped_quotes(shape) -> set[str]:
@@ -83,7 +88,7 @@ def test_parser_and_grammar_take_the_same_rendered_calls(name, corpus_dir, weath
     # A string between quotes the template writes without escaping cannot hold that quote.
     for quote in _unescaped_quotes(c.shape):
         assume(all(quote not in value for args in (weather, search) for value in _strings(args)))
-    parallel = c.description.capabilities.parallel_calls.status == "yes"
+    parallel = c.description.capabilities.parallel_calls.status == "yes" and name not in ONE_CALL
     calls = [("get_weather", weather, "Ab3De6Gh9"), ("search", search, "Zy8Xw7Vu6")][: 2 if parallel else 1]
     output = model_output(c, calls)
     message = Parser(c.description, TOOLS).parse(output)
@@ -91,7 +96,8 @@ def test_parser_and_grammar_take_the_same_rendered_calls(name, corpus_dir, weath
         (call_name, args) for call_name, args, _ in calls
     ], output
     assert not message.errors, message.errors
-    start, end = calls_span(c.shape, output, len(calls))
+    # From the trigger up to the end-of-generation token: the grammar ends where the turn does.
+    start, end = turn_span(c.shape, output, len(calls))
     grammar = GRAMMARS.setdefault(name, to_grammar(c.shape, TOOLS).text)  # type: ignore[union-attr]
     verdict = accepts(grammar, output[start:end])
     assert verdict, verdict.reason

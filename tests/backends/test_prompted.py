@@ -23,7 +23,7 @@ from analyzer.analysis import analyze
 from analyzer.backends.parser import Message, apply
 from analyzer.backends.prompted import PromptedParser, prompted, prompted_format
 from analyzer.backends.prompted.conversation import FIRST_USER_TURN, SYSTEM_TURN
-from analyzer.backends.prompted.format import FENCE_OPEN, call_text, fenced
+from analyzer.backends.prompted.format import BLOCK_SEPARATOR, FENCE_OPEN, call_text, fenced
 from analyzer.lower import Marker, ReasoningShape
 from analyzer.sources import load_template
 
@@ -141,7 +141,7 @@ def test_a_template_that_refuses_a_system_role_gets_the_tools_in_the_first_user_
 def _reply(style: str, calls: list[tuple[str, dict[str, Any]]], answer: str | None = None) -> str:
     if style == "json":
         return json.dumps({"answer": answer}) if answer is not None else call_text(*calls[0])
-    blocks = "\n".join(fenced(call_text(name, arguments)) for name, arguments in calls)
+    blocks = BLOCK_SEPARATOR.join(fenced(call_text(name, arguments)) for name, arguments in calls)
     return (answer + "\n" if answer else "") + blocks
 
 
@@ -356,9 +356,7 @@ def test_export_sends_the_prompted_format_and_reads_the_reply(corpus_dir: Path, 
     assert code == 0, err
     assert "prompted json format" in err  # the template has no tool format: said, not silent
     sent = stand_in.requests[0][1]
-    assert (
-        "You can use these tools" in sent["prompt"] and '"\\"tool\\"" ws ":" ws "\\"get_weather\\""' in sent["grammar"]
-    )
+    assert "You can use these tools" in sent["prompt"] and '"\\"tool\\"" ": " "\\"get_weather\\""' in sent["grammar"]
     choice = json.loads(out)["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
     assert choice["message"]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}

@@ -3,7 +3,7 @@ the content wrapper, the turn end and the stop string."""
 
 from __future__ import annotations
 
-from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, chat, describe
+from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, calls_of, chat, describe
 
 from analyzer.description import Unknown
 
@@ -79,3 +79,32 @@ def test_a_user_message_after_the_assistant_that_does_not_render_gives_an_unknow
     assert turn.end == Unknown("a user message after an assistant message does not render")
     # The stop still comes from what ends the final turn.
     assert turn.stop == ("<|end|>",)
+
+
+def test_a_template_that_always_writes_the_generation_prompt_ends_its_turn_at_its_own_end():
+    """The prompt reads as "" (it is written whether asked for or not), so the next header is known by
+    the way the conversation's first header starts: the turn end does not take the next header's first
+    token (command-r7b's <|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|>), and the calls end before it."""
+    always = chat(HEAD + CONTENT + JSON_CALLS + "<|end|>").replace(
+        "{% if add_generation_prompt %}<|turn|>assistant\n{% endif %}", "<|turn|>assistant\n"
+    )
+    assert always.count("<|turn|>assistant\n") == 2
+    description = describe(always)
+    assert description.turn.generation_prompt == ""
+    assert description.turn.end == "<|end|>" and description.turn.stop == ("<|end|>",)
+    assert calls_of(description).section_close == ""
+
+
+def test_a_turn_end_of_two_markers_stops_at_the_one_every_turn_ends_with():
+    """Apriel-1.5: every turn ends with <|end|>, the assistant's then with </s>; a model's turn is over
+    once it writes <|end|>, the token its vocabulary marks end-of-generation."""
+    turn = describe(chat(HEAD + CONTENT + JSON_CALLS + "<|end|>\n</s>")).turn
+    assert turn.end == "<|end|>\n</s>"
+    assert turn.stop == ("<|end|>",)
+
+
+def test_json_separators_are_read_from_the_calls():
+    assert calls_of(describe(chat())).json_separators == (", ", ": ")
+    indented = "{% for tc in m.tool_calls or [] %}<call>{{ tc.function | tojson(indent=2) }}</call>{% endfor %}"
+    separators = calls_of(describe(chat(calls=indented))).json_separators
+    assert isinstance(separators, Unknown) and "not written with one pair" in separators.reason

@@ -12,6 +12,7 @@ from typing import Any
 
 from analyzer.description import FormatDescription
 from analyzer.lower import lower
+from analyzer.markers import find_markers
 from analyzer.render.engines import CompiledTemplate
 from analyzer.runtime.shape import Marker, OutputShape
 from helpers.golden import Call, assistant_output, compile_for, golden, golden_descriptions, tool_calls
@@ -124,3 +125,16 @@ def calls_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
         end = min([at for stop in shape.stops if (at := output.find(stop, start + 1)) >= 0] + [len(output)])
         end = len(output[:end].rstrip())
     return start, end
+
+
+def turn_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
+    """From where the calls start (as ``calls_span``) to where the model's turn ends: the first stop
+    after the calls, which is the end-of-generation token (a model writes it as that token, and a
+    grammar never sees it as text), or where the next turn's header starts when the template writes
+    none for a call turn (command-r-plus writes the next turn right after the calls)."""
+    start, end = calls_span(shape, output, count)
+    ends = [at for stop in shape.stops if (at := output.find(stop, end)) >= 0]
+    header = find_markers(shape.generation_prompt, symbols=True)
+    if header and (at := output.find(header[0].group(), end)) >= 0:
+        ends.append(at)
+    return start, min(ends, default=len(output))

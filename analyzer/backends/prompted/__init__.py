@@ -112,9 +112,11 @@ def prompted(
     parallel: bool = True,
     thinking: bool | None = None,
     engine: str | None = None,
+    whitespace: str = "exact",
 ) -> Prompted:
     """The prompted tool format for ``tools`` on ``template``, and the prompt for ``messages`` (a one-line
-    sample conversation when None: the placement of the tool text still comes from a real render)."""
+    sample conversation when None: the placement of the tool text still comes from a real render).
+    ``whitespace``: the grammar's (see ``to_grammar``); exact is the format's own spelling."""
     shape = lower(description)
     fmt = prompted_format(
         tools,
@@ -130,7 +132,14 @@ def prompted(
     prompt = render_prompt(
         template, description, fmt, text, check_conversation(conversation), thinking=thinking, engine=engine
     )
-    grammar = to_grammar(prompted_shape(fmt), tools, tool_choice=tool_choice, parallel=fmt.parallel, thinking=thinking)
+    grammar = to_grammar(
+        prompted_shape(fmt),
+        tools,
+        tool_choice=tool_choice,
+        parallel=fmt.parallel,
+        thinking=thinking,
+        whitespace=whitespace,
+    )
     return Prompted(template, fmt, tools, text, prompt, grammar, response_format(fmt))
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.backends.prompted.format import (
+    BLOCK_SEPARATOR,
     PromptedFormat,
     answer_text,
     call_text,
@@ -138,7 +139,7 @@ def _reply(message: dict[str, Any], calls: list[tuple[str, Any]], fmt: PromptedF
         if not calls:
             return answer_text(content)
         return "\n".join(call_text(name, arguments) for name, arguments in calls)
-    return "\n\n".join([*([content] if content else []), *(fenced(call_text(n, a)) for n, a in calls)])
+    return BLOCK_SEPARATOR.join([*([content] if content else []), *(fenced(call_text(n, a)) for n, a in calls)])
 
 
 def _result(message: dict[str, Any], calls: list[tuple[str, str]], seen: int, number: int) -> tuple[int, str, Any]:

@@ -24,6 +24,8 @@ from analyzer.tools import Tool, chosen_tools, declared_tools
 STYLES = PROMPTED_STYLES
 TOOL_KEY, ARGUMENTS_KEY, ANSWER_KEY = "tool", "arguments", "answer"
 FENCE_OPEN, FENCE_CLOSE = "```tool_call", "```"
+BLOCK_SEPARATOR = "\n\n"  # between two fenced calls (and prose before them) in a reply
+JSON_SEPARATORS = (", ", ": ")  # as call_text writes calls (json.dumps's own)
 RESULTS_HEADER = "Tool results:"
 RESULT_KEY = "result"
 
@@ -95,13 +97,27 @@ def prompted_shape(fmt: PromptedFormat) -> OutputShape:
     reported as not a reply). Style "fenced": prose, and calls in ```tool_call blocks."""
     if fmt.style == "json":
         calls = calls_shape(
-            (), (), None, (JsonCallObject(_CALL_LAYOUT),), trigger=Trigger(pattern=r'\{\s*"'), stops=fmt.stops
+            (),
+            (),
+            None,
+            (JsonCallObject(_CALL_LAYOUT),),
+            trigger=Trigger(pattern=r'\{\s*"'),
+            stops=fmt.stops,
+            json_separators=JSON_SEPARATORS,
         )
         return output_shape(
             f"prompted {fmt.style}", reasoning=fmt.reasoning, calls=calls, stops=fmt.stops, answer_key=ANSWER_KEY
         )
     block = (Marker(FENCE_OPEN, trail="\n"), JsonCallObject(_CALL_LAYOUT), Marker(FENCE_CLOSE, lead="\n"))
-    calls = calls_shape((), (), () if fmt.parallel else None, block, stops=fmt.stops)
+    calls = calls_shape(
+        (),
+        (),
+        () if fmt.parallel else None,
+        block,
+        stops=fmt.stops,
+        separator_space=BLOCK_SEPARATOR,
+        json_separators=JSON_SEPARATORS,
+    )
     return output_shape(f"prompted {fmt.style}", reasoning=fmt.reasoning, calls=calls, stops=fmt.stops)
 
 
