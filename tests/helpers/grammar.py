@@ -133,8 +133,13 @@ def turn_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
     grammar never sees it as text), or where the next turn's header starts when the template writes
     none for a call turn (command-r-plus writes the next turn right after the calls)."""
     start, end = calls_span(shape, output, count)
-    ends = [at for stop in shape.stops if (at := output.find(stop, end)) >= 0]
+    return start, turn_end(shape, output, end)
+
+
+def turn_end(shape: OutputShape, output: str, after: int) -> int:
+    """Where the model's turn ends after ``after``, as ``turn_span`` says."""
+    ends = [at for stop in shape.stops if (at := output.find(stop, after)) >= 0]
     header = find_markers(shape.generation_prompt, symbols=True)
-    if header and (at := output.find(header[0].group(), end)) >= 0:
+    if header and (at := output.find(header[0].group(), after)) >= 0:
         ends.append(at)
-    return start, min(ends, default=len(output))
+    return min(ends, default=len(output))
