@@ -151,31 +151,36 @@ class _Service:
 
     # ------------------------------------------------------------------ endpoints
 
-    async def health(self, request: Request) -> Response:
-        target = self.config.upstream + "/health"
+    async def _get_upstream(self, path: str, *, timeout_status: int, down_status: int) -> httpx.Response | Response:
+        """The upstream's reply to a GET of ``path``, or the error response for its failing to answer."""
+        target = self.config.upstream + path
         try:
-            response = await self.client.get(target)
+            return await self.client.get(target)
         except httpx.TimeoutException:
-            return error_response(503, f"{target}: no answer within {self.config.timeout:g} s", code="upstream_timeout")
+            message = f"{target}: no answer within {self.config.timeout:g} s"
+            return error_response(timeout_status, message, code="upstream_timeout")
         except httpx.HTTPError as exc:
-            return error_response(503, f"{target}: no llama-server answered: {exc}", code="upstream_unreachable")
+            message = f"{target}: no llama-server answered: {exc}"
+            return error_response(down_status, message, code="upstream_unreachable")
+
+    async def health(self, request: Request) -> Response:
+        response = await self._get_upstream("/health", timeout_status=503, down_status=503)
+        if isinstance(response, Response):
+            return response
         if response.status_code != 200:
-            message = f"{target}: HTTP {response.status_code}: {error_text(response.content, response.reason_phrase)}"
+            reason = error_text(response.content, response.reason_phrase)
+            message = f"{response.request.url}: HTTP {response.status_code}: {reason}"
             return error_response(503, message, code="upstream_not_ready")
         return JSONResponse({"status": "ok", "template": self.config.template.name, "upstream": self.config.upstream})
 
     async def models(self, request: Request) -> Response:
-        target = self.config.upstream + "/v1/models"
-        try:
-            response = await self.client.get(target)
-        except httpx.TimeoutException:
-            return error_response(504, f"{target}: no answer within {self.config.timeout:g} s", code="upstream_timeout")
-        except httpx.HTTPError as exc:
-            return error_response(502, f"{target}: no llama-server answered: {exc}", code="upstream_unreachable")
+        response = await self._get_upstream("/v1/models", timeout_status=504, down_status=502)
+        if isinstance(response, Response):
+            return response
         try:
             listed = response.json()
         except ValueError:
-            return error_response(502, f"{target}: the reply is not JSON", code="bad_upstream_reply")
+            return error_response(502, f"{response.request.url}: the reply is not JSON", code="bad_upstream_reply")
         status = response.status_code if response.status_code < 500 else 502
         return JSONResponse(listed, status_code=status)
 
