@@ -188,12 +188,11 @@ class CallMatcher:
                     continue  # a longer undeclared name
                 if end == len(text) and not final:
                     return NEED  # the name may go on
-                result.name = name
-                return end
+                return _named(result, name, end)
         step = read_name(text, i, final, self._name_ends.get(id(part), following))
         if isinstance(step, int):
-            result.name = text[i:step]
-        elif isinstance(step, Mismatch):
+            return _named(result, text[i:step], step)
+        if isinstance(step, Mismatch):
             return Mismatch("expected a function name")
         return step
 
@@ -343,6 +342,14 @@ class CallMatcher:
                     i = after
         result.arguments = arguments
         return i
+
+
+def _named(result: CallMatch, name: str, end: int) -> Step:
+    """Record the call's name; a format that writes it twice (a header and the call body) must agree."""
+    if result.name and result.name != name:
+        return Mismatch(f"the call is named {result.name!r} and then {name!r}")
+    result.name = name
+    return end
 
 
 def read_name(text: str, i: int, final: bool, ends: tuple[str, ...]) -> Step:

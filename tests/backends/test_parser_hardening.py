@@ -67,6 +67,16 @@ CASES = {
         ' to=to=get_weather<|message|>{"location": "x"}<|call|>',
         lambda m: "to=get_weather" in (m["content"] or ""),
     ),
+    "a call whose two name fields disagree": (
+        "muse-glimmer",
+        ' to=searchQzvk1<|message|><atem:function_calls>\n<atem:invoke name="search">\n'
+        '<atem:parameter name="query">x</atem:parameter>\n</atem:invoke>\n</atem:function_calls>',
+        lambda m: (
+            not m.get("tool_calls")
+            and m["errors"][0]["kind"] == "malformed_call"
+            and "searchQzvk1" in m["errors"][0]["text"]
+        ),
+    ),
     "leading whitespace in reasoning": (
         "MiniMax-M2",
         "\n</THINK>",

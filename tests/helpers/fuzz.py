@@ -83,8 +83,13 @@ _JUNK = [
 ]
 
 
-def mutate(rng: random.Random, text: str, markers: list[str], *, large: bool = True) -> tuple[str, list[str]]:
-    """One mutated output and the canaries it holds."""
+LARGE_RATE = 0.03  # the share of mutation steps that make an output a megabyte long
+
+
+def mutate(
+    rng: random.Random, text: str, markers: list[str], *, large_rate: float = LARGE_RATE
+) -> tuple[str, list[str]]:
+    """One mutated output and the canaries it holds; ``large_rate`` of the steps make it very long."""
     canaries: list[str] = []
     for _ in range(rng.randint(1, 3)):
         kind = rng.random()
@@ -99,7 +104,7 @@ def mutate(rng: random.Random, text: str, markers: list[str], *, large: bool = T
             at = rng.randint(0, len(text))
             depth = rng.choice([50, 500, 5000])
             text = text[:at] + rng.choice(["[", '{"a":', "("]) * depth + text[at:]
-        elif kind < 0.63 and large:
+        elif kind < 0.6 + large_rate:
             text = _long(rng, text)
         else:
             canary = f"{CANARY}{len(canaries)}{rng.randint(0, 999)}"
@@ -191,13 +196,23 @@ def _kept_text(message: dict) -> str:
     return "\n".join(parts)
 
 
+class Fuzzer:
+    """Seeds and parsers for every corpus template with calls, built once, then any number of runs."""
+
+    def __init__(self, corpus_dir: Path) -> None:
+        self.pool = seeds(corpus_dir)
+        self.parsers = {item.template: Parser(item.description, TOOLS) for item in self.pool}
+        self.markers = {item.template: markers_of(item.description) for item in self.pool}
+
+    def run(self, count: int, seed: int, *, large_rate: float = LARGE_RATE) -> Iterator[tuple[Seed, str, list[str]]]:
+        """(seed, mutated output, its problems) for ``count`` outputs spread over every template."""
+        rng = random.Random(seed)
+        for _ in range(count):
+            item = rng.choice(self.pool)
+            text, canaries = mutate(rng, item.text, self.markers[item.template], large_rate=large_rate)
+            yield item, text, problems(self.parsers[item.template], text, canaries, rng)
+
+
 def run(corpus_dir: Path, count: int, seed: int = 0, *, large: bool = True) -> Iterator[tuple[Seed, str, list[str]]]:
-    """(seed, mutated output, its problems) for ``count`` outputs spread over every template."""
-    rng = random.Random(seed)
-    pool = seeds(corpus_dir)
-    parsers = {item.template: Parser(item.description, TOOLS) for item in pool}
-    markers = {item.template: markers_of(item.description) for item in pool}
-    for _ in range(count):
-        item = rng.choice(pool)
-        text, canaries = mutate(rng, item.text, markers[item.template], large=large)
-        yield item, text, problems(parsers[item.template], text, canaries, rng)
+    """One run with its own seeds and parsers (for a test; a long run builds a ``Fuzzer`` once)."""
+    return Fuzzer(corpus_dir).run(count, seed, large_rate=LARGE_RATE if large else 0.0)
