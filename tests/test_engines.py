@@ -311,6 +311,16 @@ def test_limit_error_is_a_render_error() -> None:
     assert RenderLimits() == RenderLimits(seconds=2.0, max_chars=2_000_000, fuel=5_000_000)
 
 
+def test_time_waited_does_not_count_against_the_budget(engine: str) -> None:
+    """The limits count processor time: a process that was not running (a busy machine) keeps its budget."""
+    import time
+
+    limits = RenderLimits(budget_seconds=0.2).started()
+    time.sleep(0.4)
+    limits.check_budget("probe")
+    assert render("{{ 1 }}", engine, limits=limits) == "1"
+
+
 def test_compiled_template_renders_again_after_a_limit(engine: str) -> None:
     compiled = compile_template(tpl("{% for i in range(n) %}x{% endfor %}"), engine, RenderLimits(max_chars=5))
     with pytest.raises(RenderLimitError):

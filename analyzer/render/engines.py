@@ -43,6 +43,9 @@ from analyzer.errors import AnalysisLimitError, RenderError, RenderLimitError, S
 from analyzer.limits import MAX_TEMPLATE_CHARS, memory_limit_text
 from analyzer.template import Template
 
+# Processor time of this process: what a runaway template spends, whatever else the machine is doing.
+cpu_seconds = time.process_time
+
 # A fixed clock: templates that print today's date must render the same on every run.
 FIXED_NOW = _dt.datetime(2025, 1, 15, 9, 30, 0)
 DEFAULT_BOS = "<s>"
@@ -55,8 +58,11 @@ class RenderLimits:
     output and every string or list a jinja2 template builds with an operator.
 
     ``budget_seconds`` is for all the renders of one piece of work together (an analysis); it runs
-    from ``started()``, which sets ``deadline`` (a ``time.monotonic()`` value). Limits that were never
+    from ``started()``, which sets ``deadline`` (a ``cpu_seconds()`` value). Limits that were never
     started bound each render alone, which is what a long-lived renderer (a server) needs.
+
+    Every limit counts the processor time this process spends, not the time on the wall: a hostile
+    template burns processor time, and a busy machine must not make a sound one run out of time.
     """
 
     seconds: float = 2.0
@@ -68,13 +74,13 @@ class RenderLimits:
 
     def started(self) -> RenderLimits:
         """These limits with the budget running from now (unchanged if it already runs)."""
-        return self if self.deadline is not None else replace(self, deadline=time.monotonic() + self.budget_seconds)
+        return self if self.deadline is not None else replace(self, deadline=cpu_seconds() + self.budget_seconds)
 
     def out_of_budget(self, name: str) -> AnalysisLimitError:
         return AnalysisLimitError(f"{name}: the analysis ran past its {self.budget_seconds:g} s time budget")
 
     def check_budget(self, name: str) -> None:
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.deadline is not None and cpu_seconds() > self.deadline:
             raise self.out_of_budget(name)
 
 
@@ -201,7 +207,7 @@ class _Deadline:
         self.until = float("inf")
 
     def check(self) -> None:
-        if time.monotonic() > self.until:
+        if cpu_seconds() > self.until:
             raise _OutOfTime()
 
 
@@ -347,7 +353,7 @@ class Jinja2Template:
                 f"{template.origin}: Jinja syntax error at line {exc.lineno}: {exc.message}"
             ) from None
         except _OutOfTime:
-            if limits.deadline is not None and time.monotonic() + 0.05 >= limits.deadline:
+            if limits.deadline is not None and cpu_seconds() + 0.05 >= limits.deadline:
                 raise limits.out_of_budget(template.name) from None
             raise RenderLimitError(f"{template.origin}: compiling ran past the {seconds:g} s time limit") from None
         except RecursionError:
@@ -359,7 +365,7 @@ class Jinja2Template:
         """Seconds this render may take: its own limit, or less when the budget ends sooner."""
         seconds = self.limits.seconds
         if self.limits.deadline is not None:
-            seconds = min(seconds, self.limits.deadline - time.monotonic())
+            seconds = min(seconds, self.limits.deadline - cpu_seconds())
         return max(seconds, 0.001)
 
     def render(
@@ -373,7 +379,7 @@ class Jinja2Template:
         self.limits.check_budget(self.template.name)
         context = _base_context(self.template, messages, tools, add_generation_prompt, extra)
         seconds = self._time_left()
-        self._deadline.until = time.monotonic() + seconds
+        self._deadline.until = cpu_seconds() + seconds
         try:
             # The timer is the backstop for loops that neither call nor print; the deadline checks
             # usually stop a render first.
@@ -382,7 +388,7 @@ class Jinja2Template:
         except TemplateRaised as exc:
             raise RenderError(f"{self.template.name}: template raised: {exc}", raised_by_template=True) from None
         except _OutOfTime:
-            if self.limits.deadline is not None and time.monotonic() + 0.05 >= self.limits.deadline:
+            if self.limits.deadline is not None and cpu_seconds() + 0.05 >= self.limits.deadline:
                 raise self.limits.out_of_budget(self.template.name) from None
             raise RenderLimitError(
                 f"{self.template.name}: render ran past the {self.limits.seconds:g} s time limit"
@@ -425,13 +431,13 @@ class _alarm:
 
     def __enter__(self) -> None:
         if self.active:
-            self.previous = signal.signal(signal.SIGALRM, self._fire)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.previous = signal.signal(signal.SIGPROF, self._fire)
+            signal.setitimer(signal.ITIMER_PROF, self.seconds)
 
     def __exit__(self, *exc: object) -> None:
         if self.active:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, self.previous)
 
     @staticmethod
     def _fire(signum: int, frame: object) -> None:
@@ -481,7 +487,7 @@ class MiniJinjaTemplate:
     ) -> str:
         self.limits.check_budget(self.template.name)
         context = _base_context(self.template, messages, tools, add_generation_prompt, extra)
-        started = time.monotonic()
+        started = cpu_seconds()
         try:
             output = self._env.render_template("chat", **context)
         except MemoryError:
@@ -504,7 +510,7 @@ class MiniJinjaTemplate:
             raise RenderLimitError(
                 f"{self.template.name}: render output passed the {self.limits.max_chars} character limit"
             )
-        if time.monotonic() - started > self.limits.seconds:
+        if cpu_seconds() - started > self.limits.seconds:
             raise RenderLimitError(f"{self.template.name}: render ran past the {self.limits.seconds:g} s time limit")
         return output
 
