@@ -27,16 +27,22 @@ from analyzer import corpus
 LONG = 100_000  # characters: an output at least this long counts as a long one
 
 _fuzzer: fuzz.Fuzzer | None = None
+_failed_to_start = ""
 
 
 def _start_worker() -> None:
-    global _fuzzer
-    _fuzzer = fuzz.Fuzzer(corpus.fetch())
+    # A pool replaces a worker whose initializer raised, forever: keep the error for the first job instead.
+    global _fuzzer, _failed_to_start
+    try:
+        _fuzzer = fuzz.Fuzzer(corpus.fetch())
+    except Exception as exc:
+        _failed_to_start = f"{type(exc).__name__}: {exc}"
 
 
 def _share(job: tuple[int, int, float]) -> tuple[int, int, collections.Counter, list[str]]:
     count, seed, large_rate = job
-    assert _fuzzer is not None
+    if _fuzzer is None:
+        raise RuntimeError(f"could not build the seeds and parsers: {_failed_to_start}")
     kinds: collections.Counter = collections.Counter()
     examples: list[str] = []
     long_outputs = 0
