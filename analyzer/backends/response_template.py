@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.errors import Inexpressible, InputError
+from analyzer.runtime.match import form_groups
 from analyzer.runtime.shape import (
     ArgKey,
     ArgumentShape,
@@ -507,7 +508,7 @@ class _Builder:
                         "to parse)",
                     )
             return "json", notation, _call_transform("{name}", "{content}")
-        forms = _distinct_forms(part.forms)
+        forms = [group.forms for group in form_groups(part.forms)]  # in the order the runtime tries them
         for form in part.forms:
             if form.json_type in ("object", "array") and form.syntax == "python":
                 self.unsupported(
@@ -598,15 +599,6 @@ def _json_array_section(calls: CallsShape) -> bool:
         and calls.separator is not None
         and [m.text for m in calls.separator] == [","]
     )
-
-
-def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape]]:
-    """Forms grouped by their parts, the one with more literal text first (a typed marker such as
-    ``string="true"`` must be tried before a bare one), as the runtime orders them."""
-    groups: dict[tuple[object, ...], list[ArgumentShape]] = {}
-    for form in forms:
-        groups.setdefault(form.parts, []).append(form)
-    return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
 
 
 def _starts(body: Part, calls: CallsShape) -> str:

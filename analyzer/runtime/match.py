@@ -128,6 +128,14 @@ class CallMatcher:
         self.closers = closers
         # What may stand right after each name part: it ends an undeclared name.
         self._name_ends = {id(part): self._ends_after(k) for k, part in enumerate(parts) if isinstance(part, Name)}
+        self._form_groups = {id(part): form_groups(part.forms) for part in parts if isinstance(part, KeyValueArgs)}
+
+    def with_memo(self, memo: Memo) -> CallMatcher:
+        """This matcher for one stream: everything read off the parts is shared, the memo is its own."""
+        own = object.__new__(CallMatcher)
+        own.__dict__.update(self.__dict__)
+        own.memo = memo
+        return own
 
     def match(self, text: str, start: int, final: bool) -> CallMatch | _Need | Mismatch:
         result = CallMatch(start)
@@ -296,7 +304,7 @@ class CallMatcher:
         schema = self.tools.get(result.name, {})
         properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
         arguments: dict[str, Any] = {}
-        forms = _distinct_forms(part.forms)
+        forms = self._form_groups[id(part)]
         separator = part.separator
         while True:
             j = skip_ws(text, i)
@@ -427,17 +435,61 @@ def _unread_members(call: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def _distinct_forms(forms: tuple[ArgumentShape, ...]) -> list[list[ArgumentShape]]:
+@dataclass(frozen=True, slots=True)
+class FormGroup:
+    """Argument forms written alike (the same parts, told apart by their value), with what matching
+    reads off those parts worked out once per parser instead of once per value."""
+
+    forms: tuple[ArgumentShape, ...]
+    parts: tuple[ArgPart, ...]
+    syntaxes: frozenset[str]
+    types: frozenset[str]
+    after: tuple[Markers, ...]  # for each part, the markers right after it
+    before: tuple[Markers, ...]  # and right before it
+    key_at: int  # the first key part (-1: none)
+    value_at: int  # the value part (-1: none)
+    # An argument written as a tag named by its key (``<k>v</k>``): the text around the key in its
+    # opening and closing tags; None when the form is not that.
+    tag: tuple[str, str, str, str] | None
+
+    @classmethod
+    def of(cls, forms: tuple[ArgumentShape, ...]) -> FormGroup:
+        parts = forms[0].parts
+        after = tuple(_markers_after(parts, k) for k in range(len(parts)))
+        before = tuple(_markers_before(parts, k) for k in range(len(parts)))
+        key_at = next((k for k, part in enumerate(parts) if isinstance(part, ArgKey)), -1)
+        value_at = next((k for k, part in enumerate(parts) if isinstance(part, ArgValue)), -1)
+        return cls(
+            forms,
+            parts,
+            frozenset(form.syntax for form in forms),
+            frozenset(form.json_type for form in forms),
+            after,
+            before,
+            key_at,
+            value_at,
+            _tag_frame(parts, value_at, key_at, after, before) if value_at >= 0 and key_at >= 0 else None,
+        )
+
+    def tag_of(self, key: str | None) -> _Tag | None:
+        if key is None or self.tag is None:
+            return None
+        open_before, open_after, close_before, close_after = self.tag
+        return _Tag(open_before + key + open_after, close_before + key + close_after)
+
+
+def form_groups(forms: tuple[ArgumentShape, ...]) -> tuple[FormGroup, ...]:
     """Forms grouped by their parts: types written alike are told apart by their value."""
     groups: dict[tuple[object, ...], list[ArgumentShape]] = {}
     for form in forms:
         groups.setdefault(form.parts, []).append(form)
     # Forms with more literal text first: a typed marker (string="true") must win over a bare one.
-    return sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
+    ordered = sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
+    return tuple(FormGroup.of(tuple(group)) for group in ordered)
 
 
 def _match_form(
-    group: list[ArgumentShape],
+    group: FormGroup,
     text: str,
     i: int,
     final: bool,
@@ -454,7 +506,7 @@ def _match_form(
     """One argument written in one of the group's (shared) forms: (end, name, value). ``separator``:
     what stands between two arguments; ``closers``: what may follow the whole call; ``next_call``: the
     separator between calls and what a call opens with."""
-    parts = group[0].parts
+    parts = group.parts
     key: str | None = None
     raw_value: str | None = None
     value_syntax = "raw"
@@ -467,7 +519,7 @@ def _match_form(
                 return step
             i = step
         elif isinstance(part, ArgKey):
-            after = _markers_after(parts, k)
+            after = group.after[k]
             read = _read_key(text, i, final, properties, after[0] if after else None)
             if not isinstance(read, int):
                 return read if read is NEED else Mismatch("expected an argument name")
@@ -477,11 +529,11 @@ def _match_form(
             key = name
             i = read
         elif isinstance(part, ArgValue):
-            after = _markers_after(parts, k)
+            after = group.after[k]
             stop = _spelled(after).strip()
-            syntaxes = {form.syntax for form in group}
+            syntaxes = group.syntaxes
             if stop and ("raw" in syntaxes or "unknown" in syntaxes):
-                tag = _tag_of(parts, k, key)
+                tag = group.tag_of(key)
                 at = tag.close_at(text, i) if tag is not None else text.find(stop, i)
                 # A value never runs past the end of its call.
                 ends = [e for e in (text.find(t, i) for t in following if t) if e != -1]
@@ -491,7 +543,7 @@ def _match_form(
                     if ends:
                         return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                     return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
-                raw_value = _trim_written_whitespace(text[i:at], _markers_before(parts, k), after)
+                raw_value = _trim_written_whitespace(text[i:at], group.before[k], after)
                 value_syntax = "raw"
                 i = at
             else:
@@ -536,14 +588,14 @@ def _match_form(
         return Mismatch("argument without name or value")
     schema = properties.get(key, {}) if isinstance(properties, dict) else {}
     json_type = schema.get("type") if isinstance(schema, dict) and isinstance(schema.get("type"), str) else None
-    types = {form.json_type for form in group}
+    types = group.types
     if json_type is None and len(types) == 1:
         json_type = next(iter(types))
     if value_syntax == "raw":
         opener, closer = wrapper
         if opener and raw_value.startswith(opener) and raw_value.endswith(closer):
             raw_value = raw_value[len(opener) : len(raw_value) - len(closer)]
-        if json_type != "string" and _tag_of(parts, _value_at(parts), key) is not None:
+        if json_type != "string" and group.tag_of(key) is not None:
             nested = _read_tags(raw_value, group, schema, escaping, wrapper, quotes)
             if nested is not None:
                 return i, key, nested
@@ -591,31 +643,26 @@ class _Tag:
             at = close + len(self.closing)
 
 
-def _value_at(parts: tuple[ArgPart, ...]) -> int:
-    return next(k for k, part in enumerate(parts) if isinstance(part, ArgValue))
-
-
-def _tag_of(parts: tuple[ArgPart, ...], k: int, key: str | None) -> _Tag | None:
-    """The tag of argument ``key`` when the form closes its value (part ``k``) with markers and the
-    key again, and opens it with markers and the key; else None."""
-    after = _markers_after(parts, k)
+def _tag_frame(
+    parts: tuple[ArgPart, ...], k: int, first: int, after_of: tuple[Markers, ...], before_of: tuple[Markers, ...]
+) -> tuple[str, str, str, str] | None:
+    """The text around the key in the opening and closing tags of an argument written as a tag named
+    by its key: the form closes its value (part ``k``) with markers and the key again, and opens it
+    (key part ``first``) with markers and the key; else None."""
+    after = after_of[k]
     second = k + len(after) + 1
-    if key is None or not after or second >= len(parts) or not isinstance(parts[second], ArgKey):
+    if not after or second >= len(parts) or not isinstance(parts[second], ArgKey):
         return None
-    first = next(j for j, part in enumerate(parts) if isinstance(part, ArgKey))
-    before, between = _markers_before(parts, first), _markers_after(parts, first)
-    end = _markers_after(parts, second)
+    before, between = before_of[first], after_of[first]
+    end = after_of[second]
     if not before or not between or not end:
         return None
-    return _Tag(
-        _spelled(before).strip() + key + between[0].text[:1],
-        _spelled(after).strip() + key + end[0].text[:1],
-    )
+    return _spelled(before).strip(), between[0].text[:1], _spelled(after).strip(), end[0].text[:1]
 
 
 def _read_tags(
     value: str,
-    group: list[ArgumentShape],
+    group: FormGroup,
     schema: Any,
     escaping: str,
     wrapper: tuple[str, str],
@@ -626,11 +673,8 @@ def _read_tags(
     that. A template that writes a marker between two arguments writes it before the first member too
     (``]<]minimax[>`` of MiniMax-M3): that leading part of the closing marker moves to the end, where
     the last member's form ends with it."""
-    parts = group[0].parts
-    k = _value_at(parts)
-    after = _spelled(_markers_after(parts, k)).strip()
-    first = next(j for j, part in enumerate(parts) if isinstance(part, ArgKey))
-    opener = _spelled(_markers_before(parts, first)).strip()
+    after = _spelled(group.after[group.value_at]).strip()
+    opener = _spelled(group.before[group.key_at]).strip()
     text = value.strip()
     kind = schema.get("type") if isinstance(schema, dict) else None
     if after.startswith(text) and (text or kind in ("object", "array")):

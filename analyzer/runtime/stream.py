@@ -63,25 +63,11 @@ class Stream:
         self._held_reasoning_ws = ""
         self._scan_from = 0
         self._call_start = 0
-        self._calls = calls = shape.calls
-        schemas = self.tools.schemas
+        self._calls = shape.calls
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
-        plan = plan or _Plan(shape)
-        # Between two calls, and what a call opens with: where a raw value may end with its call.
-        separator = calls.separator[0].text if calls and calls.separator else ""
-        opens = (plan.call_opener,) if plan.call_opener else tuple(self.tools.names())
-        self._matcher = (
-            CallMatcher(calls.call, schemas, calls.followers, self._memo, call_separator=separator, next_call=opens)
-            if calls
-            else None
-        )
-        self._alt_matcher = (
-            CallMatcher(
-                calls.no_arguments, schemas, calls.followers, self._memo, call_separator=separator, next_call=opens
-            )
-            if calls and calls.no_arguments
-            else None
-        )
+        self._plan = plan = plan or _Plan(shape, self.tools)
+        self._matcher = plan.matcher.with_memo(self._memo) if plan.matcher else None
+        self._alt_matcher = plan.alt_matcher.with_memo(self._memo) if plan.alt_matcher else None
         self._call_ender, self._call_ender_last, self._call_opener = (
             plan.call_ender,
             plan.call_ender_last,
@@ -110,6 +96,13 @@ class Stream:
         self._buf = buf
         if self._state == _CALL and self._call_ender_last and self._call_ender_last not in chunk:
             return []  # a call can only end with the last character of its closing text
+        if self._state == _CONTENT and len(buf) == len(chunk) and not self._plan.may_start_marker(chunk):
+            # Nothing was pending and nothing here may start a marker: the chunk is content as it
+            # stands (what the state machine would find, without running it for every token).
+            deltas: list[Delta] = []
+            self._emit_content(deltas, chunk)
+            self._consume(len(chunk))
+            return deltas
         return self._run(final=False)
 
     def finish(self) -> list[Delta]:
@@ -850,12 +843,25 @@ def turn_end_before_stop(shape: OutputShape) -> str:
 class _Plan:
     """What a stream reads off its shape before any text: the same for every parse of one parser."""
 
-    def __init__(self, shape: OutputShape) -> None:
+    def __init__(self, shape: OutputShape, tools: ToolSchemas) -> None:
         calls = shape.calls
         # The text that ends a call, and its last character: a chunk without it cannot complete one.
         self.call_ender = calls.ends_with if calls else ""
         self.call_ender_last = self.call_ender[-1:]
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
+        # Between two calls, and what a call opens with: where a raw value may end with its call.
+        separator = calls.separator[0].text if calls and calls.separator else ""
+        opens = (self.call_opener,) if self.call_opener else tuple(tools.names())
+        self.matcher = (
+            CallMatcher(calls.call, tools.schemas, calls.followers, call_separator=separator, next_call=opens)
+            if calls
+            else None
+        )
+        self.alt_matcher = (
+            CallMatcher(calls.no_arguments, tools.schemas, calls.followers, call_separator=separator, next_call=opens)
+            if calls and calls.no_arguments
+            else None
+        )
         # Calls that open with a tool's name at the start of the output come behind the separator's
         # first marker after content (functionary: ``all\nsome text>>>get_weather\n{...}``).
         self.named_after = calls.separator[0].text if calls and calls.trigger.tool_name and calls.separator else ""
@@ -888,6 +894,15 @@ class _Plan:
             if calls
             else []
         )
+        # The characters content must be watched at: where a marker, a call or a bare JSON object
+        # (its pattern opens with "{") may start.
+        firsts = {word[0] for word in (*self.watch, *self.call_words)}
+        if self.json_opener is not None or self.answer_opener is not None:
+            firsts.add("{")
+        self._marker_start = re.compile("[" + "".join(re.escape(c) for c in sorted(firsts)) + "]") if firsts else None
+
+    def may_start_marker(self, text: str) -> bool:
+        return self._marker_start is not None and self._marker_start.search(text) is not None
 
     def _content_markers(self, shape: OutputShape) -> list[str]:
         """What content is watched for: markers that open reasoning, calls, content wrappers, stops."""
@@ -1050,7 +1065,7 @@ class Parser:
         self.tools = tools or []
         self.thinking = thinking
         self._schemas = ToolSchemas(self.tools)  # read, and each schema checked, once for every parse
-        self._plan = _Plan(shape)
+        self._plan = _Plan(shape, self._schemas)
 
     def stream(self) -> Stream:
         return Stream(self.shape, self._schemas, thinking=self.thinking, plan=self._plan)
