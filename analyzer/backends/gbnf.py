@@ -13,8 +13,10 @@ separator when parallel calls are allowed, and the section closer.
   (only that tool's calls for a name).
 - ``"none"``: no grammar.
 
-Whitespace: a marker may have whitespace before/after it where the template wrote some (required
-only between two word characters); a JSON value may have it around it. Raw argument text (written
+Exact by default: the template's own whitespace around markers, its JSON separators, and the number
+it gives each of the first calls where it counts them (``:0``, ``:1``). With ``whitespace="flexible"``
+a marker may have whitespace before/after it where the template wrote some (required only between two
+word characters), a JSON value may have it around it, and a call's number is any. Raw argument text (written
 as is, up to the literal that ends it) is one rule that takes that literal in, so it cannot end early
 nor run past it. Like the schema rules (see ``json_schema_gbnf``), the structure of calls is written
 inline and only tokens are named rules, so GBNF readers that lex (llguidance) read it as llama.cpp does.
@@ -117,6 +119,11 @@ def llama_server_fields(grammar: Grammar | None, preserved: tuple[str, ...], sto
     if grammar is not None:
         return grammar.to_llama_server()
     return {"preserved_tokens": list(preserved), "stop": list(stops)}
+
+
+# Calls of a section the grammar writes with their own number where the template numbers them;
+# after these, any number.
+_NUMBERED_CALLS = 8
 
 
 def to_grammar(
@@ -252,6 +259,9 @@ class _Builder:
         self.python = PythonRules(self.rules, separators)
         # What may stand around a value the template writes whitespace around or not.
         self.value_space = "" if exact else " "
+        # Which call of the section is being written (0 for the first), where the template counts
+        # calls in their text; None once past the calls written out one by one.
+        self.position: int | None = 0
 
     def space(self, written: str) -> str:
         """Whitespace where the template wrote ``written``: exactly that, or any (bounded) when flexible."""
@@ -311,7 +321,7 @@ class _Builder:
         ends where the template's does, and the stop itself is the end-of-generation token, which a
         grammar never matches as text). ``lead``: the whitespace the template writes before the
         section, which an eager grammar asks for (a lazy one starts at the trigger, after it)."""
-        call = self.choice([self.call(tool) for tool in tools])
+        call = self.calls_at(tools, 0)
         calls = call
         if parallel and self.calls.separator is not None:
             if self.calls.separator:
@@ -320,13 +330,30 @@ class _Builder:
                 between = [self.space(self.calls.separator_space)] if self.exact else [self.rules.ws()]
             # Right recursion, not a repetition: a rule that refers to itself is parsed, never lexed
             # as one terminal, which could not tell one more call from the section closer after it.
-            name = self.rules.recursive("calls", lambda name: seq(call.expr, optional(seq(*between, name))))
-            calls = replace(call, expr=name)
+            any_call = self.calls_at(tools, None)
+            rest = self.rules.recursive("calls", lambda name: seq(any_call.expr, optional(seq(*between, name))))
+            if self.counts_calls():
+                # The template numbers its calls: the first few are written out, each with its number.
+                for position in reversed(range(_NUMBERED_CALLS)):
+                    numbered = self.calls_at(tools, position).expr
+                    rest = self.rules.add(f"calls-{position}", seq(numbered, optional(seq(*between, rest))))
+            calls = replace(call, expr=rest)
         whole = self.join([*self.markers(self.calls.section_open), calls, *self.markers(self.calls.section_close)])
         after = self.calls.close_space + whole.trail
         tail = literal(after) if self.exact and after else optional(self.rules.ws()) if after else ""
         lead = "" if lazy else self.calls.open_space + whole.lead
         return _Piece(seq(whole.expr, tail), lead, "", whole.first, "", whole.sample)
+
+    def counts_calls(self) -> bool:
+        return self.exact and any(isinstance(part, Index) for part in self.calls.call)
+
+    def calls_at(self, tools: tuple[Tool, ...], position: int | None) -> _Piece:
+        """One call of any of ``tools``, as the call at ``position`` of the section is written."""
+        self.position = position
+        try:
+            return self.choice([self.call(tool) for tool in tools])
+        finally:
+            self.position = 0
 
     def eager(self, section: str, lead: str = "") -> str:
         """From the first byte of the output: what every turn starts with (the shape's prefix) and a
@@ -457,7 +484,11 @@ class _Builder:
         return _Piece(self.rules.add("call-id", _id_chars(part.form)), sample=_ID_SAMPLE)
 
     def index(self, part: Index) -> _Piece:
-        # Counted from part.base; the grammar takes any digits.
+        """The call's number, counted from ``part.base``: written exactly for the first calls (any
+        digits past them, or where whitespace is flexible)."""
+        if self.exact and self.position is not None:
+            number = str(part.base + self.position)
+            return _Piece(literal(number), first=number, last=number, sample=number)
         return _Piece(self.rules.add("index", _DIGITS), sample=str(part.base))
 
     def json_args(self, part: JsonArgs, tool: Tool) -> _Piece:

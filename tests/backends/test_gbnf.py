@@ -372,6 +372,20 @@ def test_call_ids_and_indexes():
         ['<cAb3De6Gh9>get_weather#1:{"location": "x"}</c>'],
         ['<cAb3De6Gh>get_weather#1:{"location": "x"}</c>', '<cAb3De6Gh9>get_weather#x:{"location": "x"}</c>'],
     )
+    first, second = '<cAb3De6Gh9>get_weather#1:{"location": "x"}</c>', '<cAb3De6Gh9>get_weather#2:{"location": "y"}</c>'
+    # The template numbers its calls: each is held to its own number, in order (flexible: any number).
+    check(
+        to_grammar(make_shape(call, separator=(Marker(";"),)), [WEATHER_TOOL]),
+        [first, f"{first};{second}"],
+        [second, f"{first};{first}", f"{second};{first}"],
+    )
+    check(
+        to_grammar(make_shape(call, separator=(Marker(";"),)), [WEATHER_TOOL], whitespace="flexible"),
+        [second, f"{first};{first}"],
+        [],
+    )
+    many = ";".join(f'<cAb3De6Gh9>get_weather#{n}:{{"location": "x"}}</c>' for n in range(1, 13))
+    check(to_grammar(make_shape(call, separator=(Marker(";"),)), [WEATHER_TOOL]), [many], [])
     token = (Marker("<c>"), CallId(ID_FORMS["openai"]), Marker("<n>"), Name(), JsonArgs("object"))
     check(
         to_grammar(make_shape(token), [WEATHER_TOOL]),

@@ -10,6 +10,7 @@ through llama-server's own /v1/chat/completions."""
 from __future__ import annotations
 
 import json
+import urllib.request
 from dataclasses import replace
 from typing import Any
 
@@ -17,7 +18,9 @@ import jsonschema
 import pytest
 
 from analyzer.backends.parser import Delta, Message, apply
-from analyzer.llama_server import ChatRequest, Completion, prepare, send, stream_chunks
+from analyzer.llama_server import ChatRequest, Completion, completion_url, prepare, read_reply, send, stream_chunks
+from analyzer.render.conversation import Renderer
+from analyzer.render.session import Session
 from tests.e2e.server import ASKED, SAMPLING, SCHEMAS, TOOLS, Family
 
 
@@ -101,3 +104,46 @@ def test_parallel_calls_each_validate(family: Family) -> None:
         assert [error["kind"] for error in message["errors"]] in ([], ["unterminated_call"]), message["errors"]
     else:
         assert not message["errors"], message["errors"]
+
+
+def _raw_reply(url: str, completion: Completion) -> dict[str, Any]:
+    """llama-server's own /completion reply: the text the model wrote, and why it stopped."""
+    body = json.dumps({**completion.body, "stream": False}).encode()
+    request = urllib.request.Request(completion_url(url), body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return read_reply(completion_url(url), response.read())
+
+
+def test_the_template_writes_back_what_the_model_wrote(family: Family) -> None:
+    """Byte for byte: given back the call our parser read, the template writes exactly the text the
+    model wrote under our grammar, whitespace and separators included, up to the turn's stop; the
+    model ended its turn itself (an end-of-generation token), and that is a tool_calls finish."""
+    request = _request(family, tool_choice="required", parallel=False)
+    reply = _raw_reply(family.server.url, request)
+    message = request.parser.parse(reply["content"])
+    assert message.tool_calls and not message.errors, message.to_dict()
+    assert reply.get("stop_type") in ("eos", "word"), reply.get("stop_type")
+    assert send(family.server.url, request)["choices"][0]["finish_reason"] == "tool_calls"
+    form = family.description.input_form
+    turn = {
+        "role": "assistant",
+        "content": form.content_with_calls,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments if form.arguments_as_string else json.loads(call.arguments),
+                },
+            }
+            for call in message.tool_calls
+        ],
+    }
+    renderer = Renderer.for_template(family.template, family.description)
+    prompt = renderer.render(ASKED, tools=TOOLS, generation_prompt=True, thinking=False)
+    history = renderer.render([*ASKED, turn], tools=TOOLS, thinking=False)
+    written = history[Session.cut(prompt, history) :]
+    stops = [at for stop in family.description.turn.stop if (at := written.find(stop)) != -1]
+    written = written[: min(stops)] if stops else written
+    assert reply["content"] == written, (reply["content"], written)
