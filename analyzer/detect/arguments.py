@@ -137,11 +137,10 @@ def _form(
     syntax: ArgumentSyntax = "unknown"
     value_span: tuple[int, int] | None = None
     for candidate_syntax, text in _value_candidates(value):
-        for i in find_all(unit, text):
-            if not any(s <= i < e or s < i + len(text) <= e for s, e, _ in spans):
-                syntax, value_span = candidate_syntax, (i, i + len(text))
-                break
-        if value_span:
+        places = [i for i in find_all(unit, text) if not any(s <= i < e or s < i + len(text) <= e for s, e, _ in spans)]
+        if places:
+            at = _likeliest_value_place(unit, places, len(text), reference)
+            syntax, value_span = candidate_syntax, (at, at + len(text))
             break
     if quoted_raw and value_span is not None and syntax in ("json", "python"):
         start, end = value_span
@@ -155,6 +154,25 @@ def _form(
     if value_span is not None:
         spans.append((value_span[0], value_span[1], Field("value")))
     return ArgumentForm(json_type, build_pattern(unit, spans), syntax)
+
+
+def _likeliest_value_place(unit: str, places: list[int], size: int, reference: str | None) -> int:
+    """Where in ``unit`` the value stands when its text occurs more than once (``type="null">null``):
+    the place whose surroundings are most like those of the string value in ``reference``, the same
+    argument written with a string; the first place when there is nothing to compare with."""
+    if len(places) == 1 or reference is None:
+        return places[0]
+    found = find_all(reference, v.STR1)
+    if len(found) != 1:
+        return places[0]
+    before, after = reference[: found[0]], reference[found[0] + len(v.STR1) :]
+    return max(
+        places,
+        key=lambda at: (
+            common_suffix_len(unit[:at], before) + common_prefix_len(unit[at + size :], after),
+            -at,
+        ),
+    )
 
 
 def build_pattern(text: str, spans: list[tuple[int, int, PatternPart]]) -> tuple[PatternPart, ...]:

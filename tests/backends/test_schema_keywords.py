@@ -241,10 +241,7 @@ KEYWORD_CALLS = [
 ]
 
 
-KNOWN = {
-    "Kimi-K3": 'description defect: its form for null arguments is read as type="{value}"<|sep|>null (the value '
-    "null is also the type attribute's text, and the first one was taken), so a null value is refused",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

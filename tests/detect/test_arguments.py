@@ -55,6 +55,14 @@ def test_xml_parameters_one_form_for_every_type():
     )
 
 
+def test_a_value_whose_text_the_form_also_writes_is_found_where_the_string_value_stands():
+    """The type written beside the value (``type="null">null``): the value is the occurrence placed
+    as a string value is, not the first."""
+    kind = "{{ 'null' if v is none else 'string' if v is string else 'other' }}"
+    d = describe(chat(calls=each('<arg key="{{ k }}" type="' + kind + '">' + JSON_VALUE + "</arg>", "\n")))
+    assert forms(d)["null"] == ('<arg key="{key}" type="null">{value}</arg>', "json")
+
+
 def test_values_printed_as_python_have_python_syntax():
     d = describe(chat(calls=each("<{{ k }}>{{ v }}</{{ k }}>")))
     assert forms(d)["string"] == ("<{key}>{value}</{key}>", "raw")
