@@ -40,6 +40,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from typing import Any
 
 WS_MAX = 20
@@ -102,6 +103,10 @@ _PY_STRING = r'''"'" ( [^'\\] | "\\" [^\x0A] )* "'" | "\"" ( [^"\\] | "\\" [^\x0
 _INTEGER = '"-"? ( "0" | [1-9] [0-9]{0,15} )'
 # A fraction as long as the shortest round-trip spelling of a double (17 digits after up to 4 zeros).
 _NUMBER = _INTEGER + r' ( "." [0-9]{1,21} )? ( [eE] [+\x2D]? [0-9]{1,3} )?'
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def literal(text: str) -> str:
@@ -335,9 +340,7 @@ class SchemaRules:
         if kind == "integer":
             return self.integer_value(schema, hint)
         if kind == "number":
-            for keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-                if keyword in schema:
-                    self.rules.note(hint, f"{keyword} of a number")
+            return self.number_value(schema, hint)
         simple = {"number": self.number, "boolean": self.boolean, "null": self.null}.get(kind or "")
         return simple() if simple else self.any_value()
 
@@ -464,6 +467,48 @@ class SchemaRules:
             self.rules.note(hint, "bounds no integer meets")
             return self.integer()
         return self.rules.add(f"{hint}-integer", expr)
+
+    def number_value(self, schema: dict[str, Any], hint: str) -> str:
+        """A number within its bounds, written without an exponent where it has bounds."""
+        from analyzer.backends.gbnf_values import Bound, number_range
+
+        def bound(key: str, exclusive: str, tighter: Callable[[Bound, Bound], bool]) -> Bound | None:
+            found: list[Bound] = []
+            value, flag = schema.get(key), schema.get(exclusive)
+            if _is_number(value):
+                found.append(Bound(Decimal(str(value)), flag is not True))
+            if _is_number(flag):
+                found.append(Bound(Decimal(str(flag)), False))
+            best = None
+            for candidate in found:
+                if best is None or tighter(candidate, best):
+                    best = candidate
+            return best
+
+        low = bound(
+            "minimum",
+            "exclusiveMinimum",
+            lambda a, b: a.value > b.value or (a.value == b.value and not a.inclusive),
+        )
+        high = bound(
+            "maximum",
+            "exclusiveMaximum",
+            lambda a, b: a.value < b.value or (a.value == b.value and not a.inclusive),
+        )
+        if low is None and high is None:
+            return self.number()
+        expr = number_range(low, high)
+        if expr is None:
+            for keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                if keyword in schema:
+                    self.rules.note(
+                        hint, f"{keyword} of a number with more fraction digits than a number is written with"
+                    )
+            return self.number()
+        if not expr:
+            self.rules.note(hint, "bounds no number meets")
+            return self.number()
+        return self.rules.add(f"{hint}-number", expr)
 
     def object(self, schema: dict[str, Any], hint: str) -> str:
         declared = schema.get("properties")

@@ -53,7 +53,15 @@ CASES: dict[str, tuple[dict[str, Any], list[Any], set[str]]] = {
     ),
     "integer minimum only": ({"type": "integer", "minimum": 18}, [17, 0, -18], set()),
     "integer maximum only": ({"type": "integer", "maximum": -3}, [-2, 0, 5], set()),
-    "number bounds": ({"type": "number", "minimum": 0.5, "maximum": 2}, [], {"minimum", "maximum"}),
+    "number bounds": ({"type": "number", "minimum": 0.5, "maximum": 2}, [0.4, 0.49999, 2.0001, 3, -1], set()),
+    "number exclusive bounds": (
+        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        [0, 0.0, -0.0, 1, 1.0, -0.5, 1.5],
+        set(),
+    ),
+    "number minimum only": ({"type": "number", "minimum": -2.25}, [-2.26, -3, -1e20], set()),
+    "number maximum only": ({"type": "number", "maximum": 0}, [1e-05, 0.1, 1e20], set()),
+    "number bound a writer spells with an exponent": ({"type": "number", "minimum": 1e-05}, [], {"minimum"}),
     "multipleOf": ({"type": "integer", "multipleOf": 5}, [], {"multipleOf"}),
     "minItems/maxItems": (
         {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
@@ -230,13 +238,14 @@ KEYWORD_TOOL = tool(
         "maybe": {"type": ["integer", "null"]},
         "unit": {"$ref": "#/$defs/unit"},
         "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "ratio": {"type": "number", "minimum": 0, "exclusiveMaximum": 1.5},
         "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
     },
     ["count_or_name"],
 )
 KEYWORD_TOOL["function"]["parameters"]["$defs"] = {"unit": {"type": "string", "enum": ["c", "f"]}}
 KEYWORD_CALLS = [
-    {"anything": "text", "count_or_name": 7, "maybe": None, "unit": "f", "age": 42, "code": "ABC"},
+    {"anything": "text", "count_or_name": 7, "maybe": None, "unit": "f", "age": 42, "ratio": 0.25, "code": "ABC"},
     {"anything": 3, "count_or_name": "seven", "maybe": 5},
 ]
 
