@@ -16,10 +16,7 @@ ANSWER = "It is sunny."
 NAMES = [path.stem for path in golden_paths()]
 
 # Templates whose answer does not come back as content, with the reason.
-KNOWN: dict[str, str] = {
-    "openai-gpt-oss-120b": "the last assistant message ends with <|return|>, any other with <|end|>: the turn end "
-    "read where the two renders part is <|end|>, so <|return|> is not known as an end",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
