@@ -128,11 +128,11 @@ def call_turn_end(
     Read as the content turn's end is: what the renders share after the calls when a tool result and
     when a user message follows them, less the next header. Where a user message after the calls
     still comes after the content turn's stop, call turns end as content turns do (""). Otherwise the
-    last marker of that shared text ends the call turn
-    (``<|eom_id|>``, ``<|calls|>``), provided a turn writes it once, after all its calls: a marker
-    written after every call closes a call, not the turn. Only templates whose turns have an end
-    marker of their own have one (where the next header ends a turn, it ends call turns too), and
-    only a bracketed marker, which a model writes as one special token."""
+    last marker of that shared text ends the call turn (``<|eom_id|>``, ``<|calls|>``), provided a
+    turn writes it once, after all its calls: a marker written after every call closes a call, not
+    the turn. Only templates whose turns have an end marker of their own have one (where the next
+    header ends a turn, it ends call turns too), and only a bracketed marker, which a model writes as
+    one special token."""
     if not (isinstance(end, str) and end.strip() and stop and isinstance(call_output, str) and v.FN1 in call_output):
         return ""
     form = session.form
@@ -142,7 +142,7 @@ def call_turn_end(
     user_after = continuation(session.history(message, v.user(v.USER_TEXT2)), call_output, last)
     if tool_after is None or user_after is None:
         return ""
-    if stop in user_after[: user_after.find(v.USER_TEXT2)]:
+    if stop in user_after.partition(v.USER_TEXT2)[0]:
         # A user message after the calls closes the turn as after content: where a tool result writes
         # something else, the results are written inside the turn, not after its end.
         return ""
