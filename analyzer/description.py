@@ -166,7 +166,12 @@ class Turn:
 
     ``history_prefix`` is what the template writes in history at the start of an assistant turn and
     the generation prompt does not (so the model writes it); ``content_open``/``content_close`` wrap
-    plain content; ``end`` closes the turn; ``stop`` are the strings a server should stop on.
+    plain content; ``end`` closes the turn; ``stop`` are the strings a server should stop on: the
+    stop in ``end``, then ``call_end`` and ``final_end`` where the template writes them.
+
+    ``call_end`` is the marker that ends a turn holding tool calls where the content turn's stop does
+    not (``<|eom_id|>`` for ``<|eot_id|>``), ``final_end`` the one that ends the last assistant message
+    where the others end with the stop (``<|return|>`` for ``<|end|>``); "" where they are the same.
     """
 
     kind: ClassVar[str] = "turn"
@@ -176,6 +181,8 @@ class Turn:
     content_close: str
     end: str | Unknown
     stop: tuple[str, ...]
+    call_end: str = ""
+    final_end: str = ""
 
 
 @dataclass(frozen=True, slots=True)

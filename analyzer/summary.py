@@ -71,6 +71,10 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
     if t.content_open or t.content_close:
         lines.append(f"  content wrapper    {show(t.content_open)} ... {show(t.content_close)}")
     lines.append(f"  turn end           {show(t.end)}   stop: {', '.join(marker(s) for s in t.stop) or '-'}")
+    if t.call_end:
+        lines.append(f"  call turn end      {show(t.call_end)}")
+    if t.final_end:
+        lines.append(f"  last message end   {show(t.final_end)}")
 
     r = d.reasoning
     if isinstance(r, Reasoning):

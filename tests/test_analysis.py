@@ -131,7 +131,9 @@ def test_typed_parameter_markers(described):
 def test_recipient_header_and_channels(described):
     d = described("openai-gpt-oss-120b")
     c = calls_of(d)
-    assert pattern_text(c.call) == "to=functions.{name}<|channel|>commentary json<|message|>{arguments}<|call|>"
+    # <|call|> ends the call turn (content turns end with <|end|>): a stop, not part of the call
+    assert pattern_text(c.call) == "to=functions.{name}<|channel|>commentary json<|message|>{arguments}"
+    assert (d.turn.call_end, d.turn.final_end) == ("<|call|>", "<|return|>")
     assert d.capabilities.parallel_calls.status == "dropped"
     assert isinstance(d.reasoning, Reasoning)
     assert d.reasoning.open == "<|channel|>analysis<|message|>" and d.reasoning.field == "thinking"

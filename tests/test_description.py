@@ -267,9 +267,11 @@ def test_dumps_is_sorted_and_stable() -> None:
     assert list(data) == sorted(data)
     assert list(data)[:4] == ["bound_variables", "calls", "capabilities", "format"]
     assert list(data["turn"]) == [
+        "call_end",
         "content_close",
         "content_open",
         "end",
+        "final_end",
         "generation_prompt",
         "history_prefix",
         "kind",

@@ -31,7 +31,7 @@ from analyzer.description import (
 )
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
 from analyzer.detect.json_style import detect_json_separators
-from analyzer.detect.turn import shared_turn_end
+from analyzer.detect.turn import continuation, last_call_sentinel_end, shared_turn_end
 from analyzer.diff import find_all, repeated_unit
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
@@ -42,9 +42,6 @@ class CallsFinding:
     calls: Calls | Unknown
     parallel: Capability
     warnings: tuple[str, ...]
-
-
-_CALL_SENTINELS = (v.FN1, v.FN2, v.ARG1, v.ARG2, v.STR1, v.STR2)
 
 
 def calls_region(
@@ -58,7 +55,7 @@ def calls_region(
     returned as the text after the last sentinel, so a render of more calls can reuse it (``known_tail``).
     """
     start = len(turn.history_prefix) if output.startswith(turn.history_prefix) else 0
-    last = max((output.rfind(s) + len(s) for s in _CALL_SENTINELS if s in output), default=start)
+    last = last_call_sentinel_end(output, start)
     end = len(output)
     for stop in turn.stop:
         found = output.find(stop, last)
@@ -71,8 +68,8 @@ def calls_region(
         message = v.assistant(form, calls=calls)
         then_tool = session.history(message, v.tool_result(calls[0], v.RESULT_TEXT, form))
         then_user = session.history(message, v.user(v.USER_TEXT2))
-        tool_after = _continuation(then_tool, output, last)
-        user_after = _continuation(then_user, output, last)
+        tool_after = continuation(then_tool, output, last)
+        user_after = continuation(then_user, output, last)
         if tool_after is not None and user_after is not None:
             opening = session.render(v.opening(form), generation_prompt=False)
             shared = shared_turn_end(
@@ -81,17 +78,6 @@ def calls_region(
     if shared is not None and tail.startswith(shared):
         end = min(end, last + len(shared))
     return start, max(start, end), shared
-
-
-def _continuation(full: str | Failed, output: str, last: int) -> str | None:
-    """The text after the calls in ``full`` (a render where a message follows them)."""
-    if isinstance(full, Failed):
-        return None
-    head = output[:last]
-    at = full.find(head[-200:]) if head else -1
-    if at == -1:
-        return None
-    return full[at + len(head[-200:]) :]
 
 
 def _substitute_call(form: v.Spelling) -> Callable[[str], str]:

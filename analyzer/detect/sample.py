@@ -109,9 +109,9 @@ def _marks(text: str, cut: int, description: FormatDescription) -> tuple[Mark, .
         if found is not None:
             results_start, _, result_marks = found
             marks += result_marks
-    end = description.turn.end
+    end = description.turn.call_end or description.turn.end
     if isinstance(end, str) and end.strip() and at > cut:
-        # The call turn's end: the first end marker after the calls, before the result.
+        # The call turn's end (its own where it has one): the first end marker after the calls, before the result.
         where = text.find(end.strip(), at, results_start)
         if where >= 0:
             marks.append(Mark(where, where + len(end.strip()), "turn end"))

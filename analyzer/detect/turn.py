@@ -6,6 +6,11 @@ render with a user message after it part: the text they share after the content 
 shared tail that opens the next header (``<|im_start|>``, which the generation prompt also starts
 with) is not part of the end. Templates with no end marker of their own (``<|user|>`` starts the next
 turn) have an empty end; the model then stops on the next header, which becomes the stop string.
+
+Some templates end other turns with other markers: a turn that holds tool calls (``<|eom_id|>`` where
+content ends with ``<|eot_id|>``), or the last assistant message (``<|return|>`` where every earlier
+one ends with ``<|end|>``). Those ends are read the same way, from renders of such a turn, and are
+stops too: a model's turn is over once it writes one.
 """
 
 from __future__ import annotations
@@ -95,12 +100,84 @@ def _turn_stop(end: str, after_user: str | None, call_output: str | Failed) -> s
     return found[-1].group()
 
 
+# Sentinels that stand inside a call: the last of them in a render is where the calls end.
+_CALL_SENTINELS = (v.FN1, v.FN2, v.ARG1, v.ARG2, v.STR1, v.STR2)
+
+
+def last_call_sentinel_end(output: str, start: int = 0) -> int:
+    """Where the last call sentinel of ``output`` ends (``start`` when it holds none)."""
+    return max((output.rfind(s) + len(s) for s in _CALL_SENTINELS if s in output), default=start)
+
+
+def continuation(full: str | Failed, output: str, last: int) -> str | None:
+    """The text after ``output[:last]`` (the calls) in ``full``, a render where a message follows them."""
+    if isinstance(full, Failed):
+        return None
+    head = output[:last]
+    at = full.find(head[-200:]) if head else -1
+    if at == -1:
+        return None
+    return full[at + len(head[-200:]) :]
+
+
+def call_turn_end(
+    session: Session, call_output: str | Failed, end: str | Unknown, stop: str, prompt: str | Unknown, opening: str
+) -> str:
+    """The marker that ends a turn holding tool calls where it is not the content turn's stop.
+
+    Read as the content turn's end is: what the renders share after the calls when a tool result and
+    when a user message follows them, less the next header. Where a user message after the calls
+    still comes after the content turn's stop, call turns end as content turns do (""). Otherwise the
+    last marker of that shared text ends the call turn (``<|eom_id|>``, ``<|calls|>``), provided a
+    turn writes it once, after all its calls: a marker written after every call closes a call, not
+    the turn. Only templates whose turns have an end marker of their own have one (where the next
+    header ends a turn, it ends call turns too), and only a bracketed marker, which a model writes as
+    one special token."""
+    if not (isinstance(end, str) and end.strip() and stop and isinstance(call_output, str) and v.FN1 in call_output):
+        return ""
+    form = session.form
+    message = v.assistant(form, calls=(v.CALL1,))
+    last = last_call_sentinel_end(call_output)
+    tool_after = continuation(session.history(message, v.tool_result(v.CALL1, v.RESULT_TEXT, form)), call_output, last)
+    user_after = continuation(session.history(message, v.user(v.USER_TEXT2)), call_output, last)
+    if tool_after is None or user_after is None:
+        return ""
+    if stop in user_after.partition(v.USER_TEXT2)[0]:
+        # A user message after the calls closes the turn as after content: where a tool result writes
+        # something else, the results are written inside the turn, not after its end.
+        return ""
+    shared = shared_turn_end(tool_after, user_after, prompt, opening)
+    found = find_markers(shared)  # bracketed only: a run of symbols there is JSON or a code fence (``]```)
+    if not found:
+        return ""
+    marker = found[-1].group()
+    two = session.output(v.assistant(form, calls=(v.CALL1, v.CALL2)))
+    if isinstance(two, str) and v.FN1 in two and v.FN2 in two:
+        first, second = sorted((two.find(v.FN1), two.find(v.FN2)))
+        if marker in two[first:second]:
+            return ""
+    return marker
+
+
+def final_message_end(final_tail: str, end: str | Unknown, stop: str) -> str:
+    """The marker that ends the last assistant message where it is not the end every other one has
+    (``<|return|>`` for ``<|end|>``): the first marker of the final render after the content, when that
+    render does not write the turn's end there. "" when it does, or writes no marker there."""
+    if not (isinstance(end, str) and end.strip() and stop):
+        return ""
+    tail = final_tail.lstrip()
+    if tail.startswith(end.strip()):
+        return ""
+    m = marker_at(tail)
+    return m.group() if m and m.group() != stop else ""
+
+
 def detect_turn(session: Session, call_output: str | Failed) -> Turn:
     prompt = generation_prompt(session)
     output = content_output(session)
     if isinstance(output, Failed) or v.CONTENT_TEXT not in output:
         reason = output.message if isinstance(output, Failed) else "assistant content is not written"
-        return Turn(prompt, "", "", "", Unknown(reason), ())
+        return Turn(prompt, "", "", "", Unknown(reason), (), "", "")
     at = output.find(v.CONTENT_TEXT)
     final_after = output[at + len(v.CONTENT_TEXT) :]
     answer = v.assistant(session.form, content=v.CONTENT_TEXT)
@@ -148,11 +225,15 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
         stop = _turn_stop(end, after_user, call_output)
     else:
         stop = found[0].group() if found and found[0].start() == 0 else ""
+    call_end = call_turn_end(session, call_output, end, stop, prompt, opening_text)
+    final_end = final_message_end(final_after[len(content_close) :], end, stop)
     return Turn(
         generation_prompt=prompt,
         history_prefix=output[:shared_head],
         content_open=output[shared_head:at],
         content_close=content_close,
         end=end,
-        stop=(stop,) if stop else (),
+        stop=tuple(dict.fromkeys(text for text in (stop, call_end, final_end) if text)),
+        call_end=call_end,
+        final_end=final_end,
     )

@@ -700,11 +700,9 @@ def test_arguments_sorted_by_name_are_asked_for_sorted(corpus_dir):
     kv = next(part for part in c.shape.calls.call if isinstance(part, KeyValueArgs))  # type: ignore[union-attr]
     assert kv.sorted_names
     grammar = to_grammar(c.shape, TOOLS).text  # type: ignore[union-attr]
-    # (the section closer <|tool_response> ends the calls in this template)
-    assert accepts(grammar, '<|tool_call>call:get_weather{days:3,location:<|"|>Paris<|"|>}<tool_call|><|tool_response>')
-    assert not accepts(
-        grammar, '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|><|tool_response>'
-    )
+    # (the call turn's end <|tool_response> is a stop: the grammar ends before it)
+    assert accepts(grammar, '<|tool_call>call:get_weather{days:3,location:<|"|>Paris<|"|>}<tool_call|>')
+    assert not accepts(grammar, '<|tool_call>call:get_weather{location:<|"|>Paris<|"|>,days:3}<tool_call|>')
 
 
 def test_raw_string_with_an_enum_takes_only_its_values(corpus_dir):

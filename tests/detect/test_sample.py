@@ -60,6 +60,18 @@ def test_a_short_marker_is_labelled_only_where_the_pattern_puts_it(tmp_template)
     assert all(a.end <= b.start for a, b in itertools.pairwise(sample.marks))
 
 
+def test_a_call_turns_own_end_is_labelled_the_turn_end(tmp_template) -> None:
+    """<|eom|> ends a turn with calls where <|end|> ends the others: the label goes to it."""
+    source = SHORT_MARKERS.replace(
+        "{%- else %}{{ m.content }}{% endif %}<|end|>",
+        "{%- else %}{{ m.content }}{% endif %}{% if m.tool_calls %}<|eom|>{% else %}<|end|>{% endif %}",
+    )
+    assert source != SHORT_MARKERS
+    sample = _sample(load_template(str(tmp_template(source))))
+    labels = {(sample.conversation[m.start : m.end], m.label) for m in sample.marks}
+    assert ("<|eom|>", "turn end") in labels
+
+
 def test_the_outputs_differ_by_what_a_call_adds(tmp_template) -> None:
     sample = _sample(load_template(str(tmp_template(SHORT_MARKERS))))
     assert sample.answer.startswith("It is sunny in Paris.")

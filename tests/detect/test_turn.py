@@ -108,3 +108,52 @@ def test_json_separators_are_read_from_the_calls():
     indented = "{% for tc in m.tool_calls or [] %}<call>{{ tc.function | tojson(indent=2) }}</call>{% endfor %}"
     separators = calls_of(describe(chat(calls=indented))).json_separators
     assert isinstance(separators, Unknown) and "not written with one pair" in separators.reason
+
+
+def test_a_call_turn_with_its_own_end_marker_stops_there_too():
+    """<|eom|> ends a turn with calls, <|end|> one with content: both are stops, and the calls section
+    holds no closer (the call turn's end is not part of the calls)."""
+    assistant = HEAD + CONTENT + "{% if m.tool_calls %}" + JSON_CALLS + "<|eom|>\n{% else %}" + END + "{% endif %}"
+    description = describe(chat(assistant))
+    turn = description.turn
+    assert (turn.end, turn.call_end, turn.final_end) == ("<|end|>\n", "<|eom|>", "")
+    assert turn.stop == ("<|end|>", "<|eom|>")
+    assert calls_of(description).section_close == ""
+
+
+def test_a_closer_written_after_every_call_is_not_a_call_turn_end():
+    """<|eom|> after each call closes a call: a turn of two calls writes it twice."""
+    calls = "{% for tc in m.tool_calls or [] %}<call>{{ tc.function | tojson }}</call><|eom|>{% endfor %}"
+    assistant = HEAD + CONTENT + "{% if m.tool_calls %}" + calls + "\n{% else %}" + END + "{% endif %}"
+    turn = describe(chat(assistant)).turn
+    assert turn.call_end == ""
+    assert turn.stop == ("<|end|>",)
+
+
+def test_results_written_inside_the_turn_are_not_a_call_turn_end():
+    """A user message after the calls still closes the turn with <|end|>: what a tool result follows
+    (its own <res> wrapper inside the turn) does not end the turn, nor does the calls' closer </calls>."""
+    calls = "{% if m.tool_calls %}<calls>" + JSON_CALLS + "</calls>{% endif %}"
+    assistant = HEAD + CONTENT + calls + "{% if loop.last or messages[loop.index0 + 1].role != 'tool' %}" + END
+    assistant += "{% endif %}"
+    tool = "<res>{{ m.content }}</res>{% if loop.last %}" + END + "{% endif %}"
+    description = describe(chat(assistant, tool=tool))
+    assert description.turn.call_end == ""
+    assert description.turn.stop == ("<|end|>",)
+    assert calls_of(description).section_close == "</calls>"
+
+
+def test_the_last_message_with_an_end_of_its_own_stops_there_too():
+    """<|return|> closes the last assistant message, <|end|> every earlier one."""
+    assistant = HEAD + CONTENT + JSON_CALLS + "{% if loop.last %}<|return|>{% else %}" + END + "{% endif %}"
+    turn = describe(chat(assistant)).turn
+    assert (turn.end, turn.final_end) == ("<|end|>\n", "<|return|>")
+    assert turn.stop == ("<|end|>", "<|return|>")
+
+
+def test_a_last_message_that_writes_the_turn_end_has_no_end_of_its_own():
+    """Text the template appends after the last message comes after the turn's end: not an end."""
+    assistant = HEAD + CONTENT + JSON_CALLS + END + "{% if loop.last %}<|note|>{% endif %}"
+    turn = describe(chat(assistant)).turn
+    assert turn.final_end == ""
+    assert turn.stop == ("<|end|>",)
