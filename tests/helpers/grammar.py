@@ -12,10 +12,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from analyzer.backends.gbnf import to_grammar
 from analyzer.description import FormatDescription
+from analyzer.errors import RenderError
 from analyzer.lower import lower
 from analyzer.markers import find_markers
 from analyzer.render.engines import CompiledTemplate
@@ -263,6 +265,50 @@ def two_calls_with_parallel_off(c: Case) -> list[Expectation]:
     ]
 
 
+# Named as the test tool ``calls_span`` finds calls that open with their name by.
+KEYWORD_TOOL = tool(
+    "get_weather",
+    {
+        "anything": {},
+        "count_or_name": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "maybe": {"type": ["integer", "null"]},
+        "unit": {"$ref": "#/$defs/unit"},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+    },
+    ["count_or_name"],
+)
+KEYWORD_TOOL["function"]["parameters"]["$defs"] = {"unit": {"type": "string", "enum": ["c", "f"]}}
+KEYWORD_CALLS = [
+    {"anything": "text", "count_or_name": 7, "maybe": None, "unit": "f", "age": 42, "code": "ABC"},
+    {"anything": 3, "count_or_name": "seven", "maybe": 5},
+]
+
+
+def rendered_keyword_calls(c: Case) -> list[Expectation]:
+    """Never refuse a valid call: calls whose arguments use JSON Schema keywords (a value without a
+    top-level type, a type list, anyOf, a $ref, bounds, a pattern), rendered by the template itself,
+    taken by the lazy grammar from the trigger up to the end of the turn. Skips the test when the
+    template cannot render the tool."""
+    grammar = to_grammar(c.shape, [KEYWORD_TOOL])
+    assert grammar is not None
+    expectations = []
+    for arguments in KEYWORD_CALLS:
+        jsonschema.validate(arguments, KEYWORD_TOOL["function"]["parameters"])
+        turn = {
+            "role": "assistant",
+            "content": c.description.input_form.content_with_calls,
+            "tool_calls": tool_calls(c.description, [("get_weather", arguments, "Ab3De6Gh9")]),
+        }
+        try:
+            output = assistant_output(c.description, c.compiled, [USER], turn, [KEYWORD_TOOL])
+        except RenderError as exc:
+            pytest.skip(f"the template cannot render this tool: {exc}")
+        start, end = turn_span(c.shape, output, 1)
+        expectations.append(Expectation(grammar.text, output[start:end], True, f"a call with {sorted(arguments)}"))
+    return expectations
+
+
 # Each corpus check by the name XFAIL keys it with: the templates it runs on, and what it expects of them.
 CORPUS_CHECKS: dict[str, tuple[Callable[[], list[str]], Callable[[Case], list[Expectation]]]] = {
     "auto-1": (described, lambda c: from_the_trigger(c, 1)),
@@ -271,4 +317,5 @@ CORPUS_CHECKS: dict[str, tuple[Callable[[], list[str]], Callable[[Case], list[Ex
     "required-2": (parallel_templates, lambda c: from_the_start(c, 2)),
     "reject": (described, wrong_calls),
     "parallel-false": (parallel_templates, two_calls_with_parallel_off),
+    "keywords": (described, rendered_keyword_calls),
 }
