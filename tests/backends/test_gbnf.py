@@ -20,13 +20,10 @@ from typing import Any
 
 import pytest
 from helpers.gbnf_check import Checker, accepts
-from helpers.golden import assistant_output, golden, tool_calls
 from helpers.grammar import (
     CORPUS_CHECKS,
     NO_ARGS_TOOL,
     TOOLS,
-    USER,
-    WEATHER,
     WEATHER_TOOL,
     XFAIL,
     Case,
@@ -40,10 +37,12 @@ from helpers.grammar import (
     model_output,
     parallel_templates,
     params,
+    reasoning_then_a_call,
     tool,
     turn_end,
     turn_span,
     two_calls_with_parallel_off,
+    with_reasoning,
     wrong_calls,
 )
 
@@ -885,62 +884,6 @@ def test_the_issue_example_is_refused_by_the_exact_grammar(corpus_dir):
         to_grammar(c.shape, TOOLS, whitespace="loose")
 
 
-_CUT_INSIDE_A_CLOSED_BLOCK = (
-    "not a model's output: the prompt ends with an empty reasoning block (its open marker and close), and the "
-    "history writes the block with the same open marker, so the render cut where the prompt ends starts inside "
-    "a block that no model can write after that prompt"
-)
-REASONING_KNOWN = {
-    "Apriel-1.6-15b-Thinker-fixed": "description defect: the reasoning open marker is read as the assistant header "
-    "<|begin_assistant|>, which the prompt writes (with 'Here are my reasoning steps:'), while the shape says the "
-    "prompt does not open the block, so the output starts inside a block the grammar waits to see opened",
-    "CohereForAI-c4ai-command-r7b-12-2024-tool_use": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "google-gemma-4-31B-it": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "google-gemma-4-31B-it-interleaved": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "tencent-Hy3": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "muse-glimmer": "the reasoning close is read as <|eom|><|start|>assistant and the call's header ' to=NAME' "
-    "follows it, which the eager grammar's reasoning path does not take (flexible neither)",
-}
-
-
-def _with_reasoning() -> list[str]:
-    from analyzer.description import Reasoning
-
-    return [
-        name
-        for name in described()
-        if isinstance(r := golden(name).reasoning, Reasoning) and r.field and r.scope != "not written in history"
-    ]
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            n, marks=[pytest.mark.xfail(strict=True, reason=REASONING_KNOWN[n])] if n in REASONING_KNOWN else []
-        )
-        for n in _with_reasoning()
-    ],
-)
+@pytest.mark.parametrize("name", params("reasoning", with_reasoning()))
 def test_required_grammar_accepts_reasoning_then_a_call(name, corpus_dir):
-    """A call turn with reasoning, as the template writes it, from the output's start to the end of the turn,
-    under the exact default (the whitespace between the block's close and the calls is bounded there: the
-    shape does not hold it)."""
-    from analyzer.description import Reasoning
-
-    c = case(name, corpus_dir)
-    reasoning = c.description.reasoning
-    assert isinstance(reasoning, Reasoning)
-    turn = {
-        "role": "assistant",
-        "content": c.description.input_form.content_with_calls,
-        reasoning.field: "Plan it.",
-        "tool_calls": tool_calls(c.description, [WEATHER]),
-    }
-    output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS)
-    assert "Plan it." in output
-    _, end = turn_span(c.shape, output, 1)
-    grammar = to_grammar(c.shape, TOOLS, tool_choice="required")
-    assert grammar is not None
-    verdict = Checker(grammar.text).check(output[:end])
-    assert verdict, f"{output[:end]!r}: {verdict.reason}"
+    check_expectations(reasoning_then_a_call(case(name, corpus_dir)))
