@@ -5,8 +5,10 @@
 3. Every corpus template with calls: the grammar must accept what the template itself writes for
    calls of the test tools (one call; two when the template takes parallel calls), and reject a
    wrong tool name, a missing required argument, a non-number integer, and a second call when
-   parallel calls are off. Templates whose renders the grammar cannot accept are listed in
-   ``XFAIL`` with the reason, strict: the day the cause is fixed, the entry must go.
+   parallel calls are off (``CORPUS_CHECKS`` in helpers/grammar.py, which
+   test_gbnf_llama_validator.py asks llama.cpp's own validator too). Templates whose renders the
+   grammar cannot accept are listed in ``XFAIL`` there with the reason, strict: the day the cause is
+   fixed, the entry must go.
 """
 
 from __future__ import annotations
@@ -18,22 +20,30 @@ from typing import Any
 
 import pytest
 from helpers.gbnf_check import Checker, accepts
-from helpers.golden import assistant_output, golden, tool_calls
 from helpers.grammar import (
+    CORPUS_CHECKS,
     NO_ARGS_TOOL,
-    SEARCH,
     TOOLS,
-    USER,
-    WEATHER,
     WEATHER_TOOL,
+    XFAIL,
     Case,
+    Expectation,
+    calls_for,
     calls_span,
     case,
     described,
+    from_the_start,
+    from_the_trigger,
     model_output,
+    parallel_templates,
+    params,
+    reasoning_then_a_call,
     tool,
     turn_end,
     turn_span,
+    two_calls_with_parallel_off,
+    with_reasoning,
+    wrong_calls,
 )
 
 from analyzer.backends.gbnf import (
@@ -539,20 +549,6 @@ def test_llama_server_fields():
 # =========================================================================== 3. the corpus
 
 
-_CALLS_END_ONLY_AFTER_TWO = (
-    "template defect: the template writes the section closer <｜tool▁calls▁end｜> (and the end of "
-    "the turn) only after the last of several calls, never after a single one, so the description has no "
-    "section closer and two calls end with a closer the grammar does not know"
-)
-
-
-XFAIL: dict[tuple[str, str], str] = {
-    ("auto-2", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"): _CALLS_END_ONLY_AFTER_TWO,
-    ("required-2", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"): _CALLS_END_ONLY_AFTER_TWO,
-    ("parallel-false", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"): _CALLS_END_ONLY_AFTER_TWO,
-}
-
-
 def triggered_at(grammar: Grammar, output: str) -> int | None:
     """Where llama-server starts a lazy grammar: at a word, at a regex's first group (or its match)
     found anywhere, or for a full-output regex, when it matches all the output so far."""
@@ -570,49 +566,31 @@ def triggered_at(grammar: Grammar, output: str) -> int | None:
     return min(starts, default=None)
 
 
-def params(test: str, names: list[str]) -> list[Any]:
-    return [
-        pytest.param(
-            name,
-            id=name,
-            marks=[pytest.mark.xfail(strict=True, reason=XFAIL[(test, name)])] if (test, name) in XFAIL else [],
-        )
-        for name in names
-    ]
-
-
-def parallel_templates() -> list[str]:
-    return [name for name in described() if golden(name).capabilities.parallel_calls.status == "yes"]
-
-
-def calls_for(count: int) -> list[tuple[str, dict[str, Any], str]]:
-    return [WEATHER, SEARCH][:count]
+def check_expectations(expectations: list[Expectation]) -> None:
+    checkers: dict[str, Checker] = {}
+    for expected in expectations:
+        checker = checkers.setdefault(expected.grammar, Checker(expected.grammar))
+        verdict = checker.check(expected.text)
+        if expected.accepted:
+            assert verdict, f"{expected.what} is refused: {expected.text!r}: {verdict.reason}"
+        else:
+            assert not verdict, f"{expected.what} was accepted: {expected.text!r}"
 
 
 def test_every_xfail_names_a_template_with_calls():
     assert len(described()) == 63
     assert {name for _, name in XFAIL} <= set(described())
+    assert {test for test, _ in XFAIL} <= set(CORPUS_CHECKS)
 
 
 @pytest.mark.parametrize("name", params("auto-1", described()))
 def test_auto_grammar_accepts_one_call(name, corpus_dir):
-    _accepts_from_trigger(case(name, corpus_dir), 1)
+    check_expectations(from_the_trigger(case(name, corpus_dir), 1))
 
 
 @pytest.mark.parametrize("name", params("auto-2", parallel_templates()))
 def test_auto_grammar_accepts_two_parallel_calls(name, corpus_dir):
-    _accepts_from_trigger(case(name, corpus_dir), 2)
-
-
-def _accepts_from_trigger(c: Case, count: int) -> None:
-    """What the model writes from the trigger up to its end-of-generation token: the calls and what
-    the template writes after them (the grammar must end where the turn ends), in the exact default."""
-    output = model_output(c, calls_for(count))
-    start, end = turn_span(c.shape, output, count)
-    grammar = to_grammar(c.shape, TOOLS)
-    assert grammar is not None and grammar.lazy
-    verdict = Checker(grammar.text).check(output[start:end])
-    assert verdict, f"{output[start:end]!r}: {verdict.reason}"
+    check_expectations(from_the_trigger(case(name, corpus_dir), 2))
 
 
 @pytest.mark.parametrize("name", params("trigger", described()))
@@ -628,60 +606,22 @@ def test_trigger_starts_the_grammar_where_the_calls_start(name, corpus_dir):
 
 @pytest.mark.parametrize("name", params("required-1", described()))
 def test_required_grammar_accepts_one_call(name, corpus_dir):
-    _accepts_from_the_start(case(name, corpus_dir), 1)
+    check_expectations(from_the_start(case(name, corpus_dir), 1))
 
 
 @pytest.mark.parametrize("name", params("required-2", parallel_templates()))
 def test_required_grammar_accepts_two_parallel_calls(name, corpus_dir):
-    _accepts_from_the_start(case(name, corpus_dir), 2)
-
-
-def _accepts_from_the_start(c: Case, count: int) -> None:
-    """Everything the model writes up to its end-of-generation token: what the template writes between
-    the generation prompt and the calls (an empty reasoning block, a newline) is the model's too."""
-    output = model_output(c, calls_for(count))
-    _, end = turn_span(c.shape, output, count)
-    grammar = to_grammar(c.shape, TOOLS, tool_choice="required")
-    assert grammar is not None and not grammar.lazy
-    verdict = Checker(grammar.text).check(output[:end])
-    assert verdict, f"{output[:end]!r}: {verdict.reason}"
-    named = to_grammar(c.shape, TOOLS, tool_choice="search")
-    assert named is not None
-    assert not accepts(named.text, output[:end]), "the tool_choice='search' grammar took a get_weather call"
+    check_expectations(from_the_start(case(name, corpus_dir), 2))
 
 
 @pytest.mark.parametrize("name", params("reject", described()))
 def test_grammar_rejects_wrong_calls(name, corpus_dir):
-    c = case(name, corpus_dir)
-    checker = Checker(to_grammar(c.shape, TOOLS).text)  # type: ignore[union-attr]
-
-    def calls_text(calls: list[tuple[str, dict[str, Any], str]]) -> str:
-        output = model_output(c, calls)
-        start, end = turn_span(c.shape, output, len(calls))
-        return output[start:end]
-
-    right = calls_text([WEATHER])
-    assert checker.check(right), f"the call itself is refused: {right!r}"
-    wrong = {
-        "a tool that is not declared": right.replace("get_weather", "get_climate"),
-        "a missing required argument": calls_text([("get_weather", {"days": 3, "units": "c"}, WEATHER[2])]),
-    }
-    numbered = calls_text([("get_weather", {"location": "Paris, France", "days": 4242}, WEATHER[2])])
-    assert checker.check(numbered), f"the call itself is refused: {numbered!r}"
-    wrong["an integer argument that is not a number"] = numbered.replace("4242", '42"42')
-    for what, text in wrong.items():
-        assert not checker.check(text), f"{what} was accepted: {text!r}"
+    check_expectations(wrong_calls(case(name, corpus_dir)))
 
 
 @pytest.mark.parametrize("name", params("parallel-false", parallel_templates()))
 def test_parallel_false_refuses_two_calls(name, corpus_dir):
-    c = case(name, corpus_dir)
-    output = model_output(c, [WEATHER, ("get_weather", {"location": "Rome"}, "Zy8Xw7Vu6")])
-    start, end = turn_span(c.shape, output, 2)
-    two = output[start:end]
-    assert accepts(to_grammar(c.shape, TOOLS).text, two), f"two calls are refused: {two!r}"  # type: ignore[union-attr]
-    single = to_grammar(c.shape, TOOLS, parallel=False)
-    assert single is not None and not accepts(single.text, two), f"two calls were accepted with parallel=False: {two!r}"
+    check_expectations(two_calls_with_parallel_off(case(name, corpus_dir)))
 
 
 @pytest.mark.parametrize("name", params("stops", described()))
@@ -956,62 +896,6 @@ def test_the_issue_example_is_refused_by_the_exact_grammar(corpus_dir):
         to_grammar(c.shape, TOOLS, whitespace="loose")
 
 
-_CUT_INSIDE_A_CLOSED_BLOCK = (
-    "not a model's output: the prompt ends with an empty reasoning block (its open marker and close), and the "
-    "history writes the block with the same open marker, so the render cut where the prompt ends starts inside "
-    "a block that no model can write after that prompt"
-)
-REASONING_KNOWN = {
-    "Apriel-1.6-15b-Thinker-fixed": "description defect: the reasoning open marker is read as the assistant header "
-    "<|begin_assistant|>, which the prompt writes (with 'Here are my reasoning steps:'), while the shape says the "
-    "prompt does not open the block, so the output starts inside a block the grammar waits to see opened",
-    "CohereForAI-c4ai-command-r7b-12-2024-tool_use": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "google-gemma-4-31B-it": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "google-gemma-4-31B-it-interleaved": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "tencent-Hy3": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "muse-glimmer": "the reasoning close is read as <|eom|><|start|>assistant and the call's header ' to=NAME' "
-    "follows it, which the eager grammar's reasoning path does not take (flexible neither)",
-}
-
-
-def _with_reasoning() -> list[str]:
-    from analyzer.description import Reasoning
-
-    return [
-        name
-        for name in described()
-        if isinstance(r := golden(name).reasoning, Reasoning) and r.field and r.scope != "not written in history"
-    ]
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            n, marks=[pytest.mark.xfail(strict=True, reason=REASONING_KNOWN[n])] if n in REASONING_KNOWN else []
-        )
-        for n in _with_reasoning()
-    ],
-)
+@pytest.mark.parametrize("name", params("reasoning", with_reasoning()))
 def test_required_grammar_accepts_reasoning_then_a_call(name, corpus_dir):
-    """A call turn with reasoning, as the template writes it, from the output's start to the end of the turn,
-    under the exact default (the whitespace between the block's close and the calls is bounded there: the
-    shape does not hold it)."""
-    from analyzer.description import Reasoning
-
-    c = case(name, corpus_dir)
-    reasoning = c.description.reasoning
-    assert isinstance(reasoning, Reasoning)
-    turn = {
-        "role": "assistant",
-        "content": c.description.input_form.content_with_calls,
-        reasoning.field: "Plan it.",
-        "tool_calls": tool_calls(c.description, [WEATHER]),
-    }
-    output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS)
-    assert "Plan it." in output
-    _, end = turn_span(c.shape, output, 1)
-    grammar = to_grammar(c.shape, TOOLS, tool_choice="required")
-    assert grammar is not None
-    verdict = Checker(grammar.text).check(output[:end])
-    assert verdict, f"{output[:end]!r}: {verdict.reason}"
+    check_expectations(reasoning_then_a_call(case(name, corpus_dir)))

@@ -18,15 +18,12 @@ from typing import Any
 import jsonschema
 import pytest
 from helpers.gbnf_check import Checker
-from helpers.golden import assistant_output, tool_calls
-from helpers.grammar import USER, case, described, tool, turn_span
+from helpers.grammar import case, described, rendered_keyword_calls
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.json_schema_gbnf import Rules, SchemaRules
-from analyzer.errors import RenderError
 
 # (schema, invalid values, keywords reported as not enforced: the first word of each report)
 CASES: dict[str, tuple[dict[str, Any], list[Any], set[str]]] = {
@@ -229,27 +226,6 @@ def _integers(value: Any) -> list[int]:
 
 # --------------------------------------------------------------------------- every corpus template
 
-# Named as the test tool ``calls_span`` finds calls that open with their name by.
-KEYWORD_TOOL = tool(
-    "get_weather",
-    {
-        "anything": {},
-        "count_or_name": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
-        "maybe": {"type": ["integer", "null"]},
-        "unit": {"$ref": "#/$defs/unit"},
-        "age": {"type": "integer", "minimum": 0, "maximum": 150},
-        "ratio": {"type": "number", "minimum": 0, "exclusiveMaximum": 1.5},
-        "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
-    },
-    ["count_or_name"],
-)
-KEYWORD_TOOL["function"]["parameters"]["$defs"] = {"unit": {"type": "string", "enum": ["c", "f"]}}
-KEYWORD_CALLS = [
-    {"anything": "text", "count_or_name": 7, "maybe": None, "unit": "f", "age": 42, "ratio": 0.25, "code": "ABC"},
-    {"anything": 3, "count_or_name": "seven", "maybe": 5},
-]
-
-
 KNOWN: dict[str, str] = {}
 
 
@@ -263,21 +239,8 @@ KNOWN: dict[str, str] = {}
 def test_a_rendered_call_with_keywords_is_accepted(name, corpus_dir):
     """Never refuse a valid call: in every format family (JSON, tags, Python calls, the template's own
     notation), for values without a top-level type, type lists, anyOf and $ref among them."""
-    c = case(name, corpus_dir)
-    grammar = to_grammar(c.shape, [KEYWORD_TOOL])
-    assert grammar is not None
-    checker = Checker(grammar.text)
-    for arguments in KEYWORD_CALLS:
-        jsonschema.validate(arguments, KEYWORD_TOOL["function"]["parameters"])
-        turn = {
-            "role": "assistant",
-            "content": c.description.input_form.content_with_calls,
-            "tool_calls": tool_calls(c.description, [("get_weather", arguments, "Ab3De6Gh9")]),
-        }
-        try:
-            output = assistant_output(c.description, c.compiled, [USER], turn, [KEYWORD_TOOL])
-        except RenderError as exc:
-            pytest.skip(f"the template cannot render this tool: {exc}")
-        start, end = turn_span(c.shape, output, 1)
-        verdict = checker.check(output[start:end])
-        assert verdict, f"{output[start:end]!r}: {verdict.reason}"
+    expectations = rendered_keyword_calls(case(name, corpus_dir))
+    checker = Checker(expectations[0].grammar)
+    for expected in expectations:
+        verdict = checker.check(expected.text)
+        assert verdict, f"{expected.text!r}: {verdict.reason}"

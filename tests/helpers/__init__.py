@@ -6,8 +6,10 @@ no ``__init__.py``), so this package imports from any test module without path t
 - ``golden``: the reviewed descriptions in golden/, the template compiled as it was analysed, and the
   model's output for an assistant message (a fresh render, cut where the generation prompt ends).
 - ``roundtrip``: the round-trip tools, cases and model outputs the parser tests share.
-- ``grammar``: the corpus cases the grammar tests share (tools, calls, where the calls are in an output).
+- ``grammar``: the corpus cases the grammar tests share (tools, calls, where the calls are in an output,
+  the texts each corpus check asks a grammar to take or refuse).
 - ``gbnf_check``: whether a GBNF grammar accepts a text, asked of llguidance.
+- ``llama_gbnf``: the same, asked of llama.cpp's own engine (its test-gbnf-validator).
 - ``cli``: the command line run through its real entry point.
 - ``stand_in``: a local stand-in for llama-server's /completion endpoint (the ``stand_in`` fixture).
 - ``samples``: llama.cpp's sample outputs and the tools their tests declared.
