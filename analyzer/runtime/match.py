@@ -197,6 +197,8 @@ class CallMatcher:
                 if end == len(text) and not final:
                     return NEED  # the name may go on
                 return _named(result, name, end)
+        if not final and any(name.startswith(text[i:]) for name in self.names):
+            return NEED  # a declared name cut short: read as undeclared, it would end at its quote
         step = read_name(text, i, final, self._name_ends.get(id(part), following))
         if isinstance(step, int):
             return _named(result, text[i:step], step)

@@ -147,3 +147,43 @@ def test_bad_output_is_read_and_reported(case: str) -> None:
         for delta in stream.finish():
             apply(message, delta)
         assert message.to_dict() == batch, size
+
+
+# Outputs the million-output fuzz run found a stream to read otherwise than the batch: reasoning the
+# prompt opened, then a call whose names hold a quote (a declared name cut short by a chunk was read
+# as an undeclared one ending at its quote, and the call was taken for reasoning).
+CUT_ANYWHERE = {
+    "a name with a quote after reasoning": (
+        "MiniMax-M2",
+        'I should look this up.\n\n\n\n<minimax:tool_call>\n<invoke name="q"uote">\n'
+        '<parameter name="a"b">1</parameter>\n</invoke>\n</minimax:tool_call>',
+    ),
+    "an argument name with a quote after reasoning": (
+        "MiniMax-M2",
+        'I should look this up.\n<minimax:tool_call>\n<invoke name="search">\n'
+        '<parameter name="a"b">1</parameter>\n</invoke>\n</minimax:tool_call>',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CUT_ANYWHERE))
+def test_a_stream_cut_anywhere_gives_the_batch(case: str) -> None:
+    template, text = CUT_ANYWHERE[case]
+    tools = [*TOOLS, _tool_with_key('a"b', "search")] if "search" in text else TOOLS
+    parser = Parser(golden(template), tools)
+    batch = parser.parse(text).to_dict()
+    for cut in range(1, len(text)):
+        stream, message = parser.stream(), Message()
+        for piece in (text[:cut], text[cut:]):
+            for delta in stream.feed(piece):
+                apply(message, delta)
+        for delta in stream.finish():
+            apply(message, delta)
+        assert message.to_dict() == batch, (cut, text[:cut])
+
+
+def _tool_with_key(key: str, name: str) -> dict:
+    return {
+        "type": "function",
+        "function": {"name": name, "parameters": {"type": "object", "properties": {key: {"type": "string"}}}},
+    }
