@@ -24,6 +24,7 @@ from analyzer.description import (
     FormatName,
     JsonArguments,
     KeyValueArguments,
+    Reasoning,
     TemplateRef,
     Text,
     Unknown,
@@ -37,7 +38,7 @@ from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
 from analyzer.detect.sample import detect_sample
 from analyzer.detect.tools import detect_tool_definitions
-from analyzer.detect.turn import detect_turn
+from analyzer.detect.turn import detect_turn, stops_the_model_writes
 from analyzer.errors import RenderError
 from analyzer.evidence import Evidence
 from analyzer.render import variants as v
@@ -94,6 +95,8 @@ def analyze(
 
     turn = detect_turn(session, found.call_output)
     reasoning = detect_reasoning(session, turn)
+    if isinstance(reasoning, Reasoning):
+        turn = stops_the_model_writes(turn, (reasoning.close,))
     ids = (
         CallIds("not written", found.id_forms_accepted, found.id_forms_refused)
         if found.id_forms_accepted

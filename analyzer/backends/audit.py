@@ -376,6 +376,17 @@ def _history(description: FormatDescription, history: History, findings: list[Fi
                     "history", "content-kept", "info", "content beside tool calls is kept in history", history.call_turn
                 )
             )
+        elif kept == "separate turn":
+            findings.append(
+                Finding(
+                    "history",
+                    "content-separate-turn",
+                    "warning",
+                    "content beside tool calls is written as an assistant message of its own, closed by the "
+                    "turn's stop: a model that writes content first stops before its calls",
+                    history.call_turn,
+                )
+            )
         arguments = "a JSON string" if description.input_form.arguments_as_string else "a JSON object"
         findings.append(
             Finding(

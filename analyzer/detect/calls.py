@@ -176,8 +176,14 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         content_before = Unknown(f"content beside a call does not render: {content.message}")
     elif v.FN1 not in content:
         content_before = "calls dropped"  # the template writes the content and not the calls
+    elif v.CONTENT_TEXT not in content:
+        content_before = "dropped"
     else:
-        content_before = "kept" if v.CONTENT_TEXT in content else "dropped"
+        # A stop between the content and the call: the template writes them as two messages, and a
+        # model, which stops there, never writes both in one reply.
+        at, call_at = content.find(v.CONTENT_TEXT), content.find(v.FN1)
+        between = content[min(at, call_at) : max(at, call_at)]
+        content_before = "separate turn" if any(stop and stop in between for stop in turn.stop) else "kept"
 
     no_arguments = _no_arguments(session, turn, pattern, section_open, section_close)
     calls = Calls(

@@ -15,6 +15,8 @@ stops too: a model's turn is over once it writes one.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from analyzer.description import Turn, Unknown
 from analyzer.diff import common_prefix_len, common_suffix_len
 from analyzer.markers import find_markers, marker_at, marker_end, marker_start
@@ -237,3 +239,14 @@ def detect_turn(session: Session, call_output: str | Failed) -> Turn:
         call_end=call_end,
         final_end=final_end,
     )
+
+
+def stops_the_model_writes(turn: Turn, written: tuple[str, ...]) -> Turn:
+    """The turn without the stops that stand in markers the model writes inside its turn (a reasoning
+    block's close, ``<|end|><|start|>assistant``): a server stopping there would cut every reply short
+    of its answer. Only where the last message has an end of its own that remains a stop (gpt-oss:
+    ``<|return|>``); otherwise that stop is also the only end of an answer, and the renders cannot
+    tell a server the two apart, so it stays."""
+    inside = {stop for stop in turn.stop if any(stop in marker for marker in written if marker)}
+    kept = tuple(stop for stop in turn.stop if stop not in inside)
+    return replace(turn, stop=kept) if inside and turn.final_end in kept else turn

@@ -200,6 +200,10 @@ def test_history_of_calls_and_roles(corpus_dir: Path) -> None:
     assert "alternate" in roles.evidence.lower()
     qwen = _codes(_audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct"))
     assert "content-kept" in qwen and "alternating-roles" not in qwen
+    separate = _codes(_audit(corpus_dir, "NVIDIA-Nemotron-Nano-v2"))["content-separate-turn"][0]
+    assert "<SPECIAL_12>" in separate.evidence and "content-kept" not in _codes(
+        _audit(corpus_dir, "NVIDIA-Nemotron-Nano-v2")
+    )
 
 
 def test_a_template_without_a_tool_format_is_pointed_at_the_prompted_path(corpus_dir: Path) -> None:

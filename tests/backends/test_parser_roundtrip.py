@@ -89,21 +89,13 @@ def compare(description, output, content, calls):
 # Cases that fail for a known reason, kept visible here (strict xfail: fixing one must update this).
 KNOWN_FAILURES = {
     (
-        "NVIDIA-Nemotron-Nano-v2",
-        "content before a call",
-    ): "content and calls are written as two assistant messages; the second header is not described",
-    (
         "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
         "parallel calls",
     ): "the template closes the calls section only when there are several calls",
     (
-        "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
-        "content before a call",
-    ): "the template writes the content after the calls, as a new assistant message",
-    (
         "openai-gpt-oss-120b",
         "content before a call",
-    ): "the template writes content beside calls into the analysis channel (as reasoning)",
+    ): "the template writes content beside calls into the analysis channel, so it comes back as reasoning",
     ("Kimi-K3", "quotes in names"): (
         "the template escapes names as XML attribute values (&quot;, &amp;); the analysis does not probe names for"
         " an escaping, so the description does not record it"

@@ -157,3 +157,13 @@ def test_a_last_message_that_writes_the_turn_end_has_no_end_of_its_own():
     turn = describe(chat(assistant)).turn
     assert turn.final_end == ""
     assert turn.stop == ("<|end|>",)
+
+
+def test_a_stop_the_model_writes_inside_its_turn_is_no_stop_where_the_last_message_has_its_own_end():
+    """Reasoning closed by <|end|><|start|>assistant, the last message by <|return|>: a server stopping
+    on <|end|> would cut every reply after its reasoning."""
+    reasoning = "{% if m.reasoning_content %}<think>{{ m.reasoning_content }}<|end|><|start|>assistant{% endif %}"
+    ending = "{% if loop.last %}<|return|>{% else %}" + END + "{% endif %}"
+    turn = describe(chat(HEAD + reasoning + CONTENT + JSON_CALLS + ending)).turn
+    assert (turn.end, turn.final_end) == ("<|end|>\n", "<|return|>")
+    assert turn.stop == ("<|return|>",)
