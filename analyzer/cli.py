@@ -707,8 +707,10 @@ def main(argv: list[str] | None = None) -> None:
     """The command line, run under the memory limit (``analyzer.limits``)."""
     from analyzer import limits
 
+    args = sys.argv[1:] if argv is None else argv
+    command = next((arg for arg in args if not arg.startswith("-")), None)  # the group takes no values
     try:
-        megabytes = limits.memory_limit_mb()
+        megabytes = limits.memory_limit_mb(command)
     except ValueError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(2)

@@ -31,11 +31,16 @@ MAX_TEMPLATE_CHARS = 200_000
 _ALLOCATION_FAILED = re.compile(rb"^memory allocation of \d+ bytes failed\s*$")
 
 
-def memory_limit_mb() -> int | None:
-    """The limit from ``TEMPLATE_ANALYZER_MEMORY_MB`` (0: none), or the default."""
+# Commands that run until stopped: their memory grows with the requests they serve, not with one
+# template, so no cap applies unless one is asked for (each render stays bounded by its own limits).
+UNCAPPED_COMMANDS = frozenset({"serve"})
+
+
+def memory_limit_mb(command: str | None = None) -> int | None:
+    """The limit from ``TEMPLATE_ANALYZER_MEMORY_MB`` (0: none), or the default for ``command``."""
     text = os.environ.get(MEMORY_ENV, "").strip()
     if not text:
-        return DEFAULT_MEMORY_MB
+        return None if command in UNCAPPED_COMMANDS else DEFAULT_MEMORY_MB
     if not text.isdigit():
         raise ValueError(f"{MEMORY_ENV} must be a whole number of megabytes (0 for no limit), not {text!r}")
     return int(text) or None

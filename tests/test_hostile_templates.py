@@ -200,6 +200,18 @@ def test_a_bad_memory_setting_is_one_line(tmp_path: Path) -> None:
     ]
 
 
+def test_a_server_runs_uncapped_unless_a_cap_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """serve runs until stopped and its memory grows with the requests it serves, not with one template:
+    the default cap is for one command's work (each render keeps its own limits either way)."""
+    from analyzer import limits
+
+    monkeypatch.delenv("TEMPLATE_ANALYZER_MEMORY_MB", raising=False)
+    assert limits.memory_limit_mb("serve") is None
+    assert limits.memory_limit_mb("analyze") == limits.memory_limit_mb(None) == limits.DEFAULT_MEMORY_MB
+    monkeypatch.setenv("TEMPLATE_ANALYZER_MEMORY_MB", "300")
+    assert limits.memory_limit_mb("serve") == limits.memory_limit_mb("analyze") == 300
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_one_budget_for_the_whole_analysis(engine: str) -> None:
     """Every render that writes a call is slow but within its own limit; together they pass the budget,
