@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from analyzer.description import CallIds, Calls, Capabilities, FormatDescription, Results
+from analyzer.description import CallIds, Calls, Capabilities, FormatDescription, Reasoning, Results
 from analyzer.evidence import ContextUse, EngineAgreement, Evidence, History, ToolDefinitions, ToolPlacement
 from analyzer.runtime.shape import ID_FORMS
 from analyzer.summary import visible
@@ -76,6 +76,7 @@ def audit(description: FormatDescription, evidence: Evidence) -> AuditReport:
     _engines(evidence.engines, findings)
     _results(description, findings)
     _history(description, evidence.history, findings)
+    _stops(description, findings)
     return AuditReport(description.template.name, evidence.engine, description.format, section, tuple(findings))
 
 
@@ -422,6 +423,33 @@ def _history(description: FormatDescription, history: History, findings: list[Fi
 # --------------------------------------------------------------------------- text
 
 
+# --------------------------------------------------------------------------- 6. where a server stops
+
+
+def _stops(description: FormatDescription, findings: list[Finding]) -> None:
+    """The strings a server stops on, and any of them the model also writes inside its turn."""
+    stops = description.turn.stop
+    if not stops:
+        findings.append(Finding("stops", "no-stop", "warning", "no render shows where the model's turn ends"))
+        return
+    findings.append(Finding("stops", "stops", "info", f"a server stops on {', '.join(map(repr, stops))}"))
+    reasoning = description.reasoning
+    if isinstance(reasoning, Reasoning):
+        for stop in stops:
+            if stop in reasoning.close:
+                findings.append(
+                    Finding(
+                        "stops",
+                        "stop-inside-reasoning-close",
+                        "risk",
+                        f"the reasoning block closes with {reasoning.close!r}, which holds the stop {stop!r}: a "
+                        "server stopping there ends every reply after its reasoning; the renders show no other "
+                        "end of an answer",
+                        reasoning.close,
+                    )
+                )
+
+
 def _plain(text: str, **_: object) -> str:
     return text
 
@@ -434,6 +462,7 @@ _TOPICS = (
     ("engines", "engine agreement"),
     ("results", "tool results"),
     ("history", "written back into history"),
+    ("stops", "where a server stops"),
 )
 
 

@@ -213,3 +213,13 @@ def test_a_template_without_a_tool_format_is_pointed_at_the_prompted_path(corpus
     lfm = _codes(_audit(corpus_dir, "LFM2-8B-A1B"))  # writes tool definitions, never calls
     assert "nor tool definitions" not in lfm["no-tool-format"][0].message and "tool-form" in lfm
     assert "no-tool-format" not in _codes(_audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct"))
+
+
+def test_a_stop_inside_the_reasoning_close_is_a_risk(corpus_dir: Path) -> None:
+    """Solar-Open closes reasoning with <|end|><|begin|>assistant and an answer with <|end|>: stopping on
+    <|end|> ends every reply after its reasoning. gpt-oss ends its last message with <|return|>, so
+    <|end|> is no stop there."""
+    solar = _codes(_audit(corpus_dir, "upstage-Solar-Open-100B"))
+    assert solar["stop-inside-reasoning-close"][0].severity == "risk"
+    oss = _codes(_audit(corpus_dir, "openai-gpt-oss-120b"))
+    assert "stop-inside-reasoning-close" not in oss and "'<|return|>'" in oss["stops"][0].message
