@@ -26,6 +26,8 @@ _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _A
 _FENCE = "```"
 # A markdown code fence opening a line: models wrap JSON in one where the format asks for bare JSON.
 _FENCE_OPENING = re.compile(r"```[\w-]*[ \t]*(?:\r?\n)?\s*")
+# The last character of a call that has no closing text of its own (a JSON or Python value's end).
+_MAY_END_A_CALL = '}])"'
 _PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once more text comes
 
 
@@ -94,8 +96,11 @@ class Stream:
         self._buf = ""
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
-        if self._state == _CALL and self._call_ender_last and self._call_ender_last not in chunk:
-            return []  # a call can only end with the last character of its closing text
+        if self._state == _CALL:
+            if self._call_ender_last and self._call_ender_last not in chunk:
+                return []  # a call can only end with the last character of its closing text
+            if not self._call_ender and chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
+                return []  # what _could_be_complete would say, without running the state machine
         if self._state == _CONTENT and len(buf) == len(chunk) and not self._plan.may_start_marker(chunk):
             # Nothing was pending and nothing here may start a marker: the chunk is content as it
             # stands (what the state machine would find, without running it for every token).
@@ -694,8 +699,8 @@ class Stream:
             found = self._buf.find(text, max(self._call_start, self._scan_from))
             self._scan_from = max(self._call_start, len(self._buf) - len(text))
             return found != -1
-        return self._buf.rstrip().endswith(("}", "]", ")", '"')) or (
-            len(self._buf) - self._call_start > 0 and self._buf[-1:] in '}])"\n'
+        return self._buf.rstrip().endswith(tuple(_MAY_END_A_CALL)) or (
+            len(self._buf) - self._call_start > 0 and self._buf[-1:] in _MAY_END_A_CALL + "\n"
         )
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
