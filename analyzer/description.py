@@ -140,7 +140,9 @@ class Calls:
     """How the assistant writes tool calls.
 
     ``section_open``/``section_close`` wrap all calls of a turn once; ``separator`` goes between two
-    calls; ``call`` is one call, markers written per call included.
+    calls; ``call`` is one call, markers written per call included. ``section_close_from``: how many
+    calls a turn holds before the template writes ``section_close`` (2: a closer written after
+    several calls only, which one call goes without).
     """
 
     kind: ClassVar[str] = "calls"
@@ -156,6 +158,7 @@ class Calls:
     json_array: bool  # the section is a JSON array of calls: "[" ... "]" joined by ","
     # How the calls' JSON is written: (between items, after a key), as json.dumps takes them.
     json_separators: tuple[str, str] | Unknown = Unknown("not analysed")
+    section_close_from: int = 1
 
 
 # --------------------------------------------------------------------------- turn, reasoning, results

@@ -248,6 +248,7 @@ def calls_shape(
     separator_space: str = "",
     close_space: str = "",
     json_separators: tuple[str, ...] = (),
+    close_from: int = 1,
 ) -> CallsShape:
     opener = leading_markers(call)
     last = call[-1] if call else None
@@ -270,6 +271,7 @@ def calls_shape(
         separator_space,
         close_space,
         json_separators,
+        close_from,
     )
 
 
@@ -372,6 +374,7 @@ def lower(description: FormatDescription) -> OutputShape:
             separator_space=_space_only(c.separator) if isinstance(c.separator, str) else "",
             close_space=_space_only(c.section_close),
             json_separators=c.json_separators if isinstance(c.json_separators, tuple) else (),
+            close_from=c.section_close_from,
         )
     return output_shape(
         description.template.name,

@@ -368,7 +368,8 @@ def mismatch(description: FormatDescription, output: str, calls: list[Call]) -> 
                     raise Undescribed(f"separator unknown ({described.separator.reason})")
                 pieces.append(literal(described.separator, "separator"))
             pieces += call_pieces(described, call, k)
-        pieces += [literal(described.section_close, "section closer"), turn_ends(description)]
+        closer = described.section_close if len(calls) >= described.section_close_from else ""
+        pieces += [literal(closer, "section closer"), turn_ends(description)]
     except Undescribed as exc:
         return f"the description cannot write these calls: {exc}"
     return match(pieces, output)
@@ -400,8 +401,6 @@ KNOWN_MISMATCHES = {
     "'\\n]```\\n' the template writes the next turn's header (here the instruction it appends to every render), "
     "not the turn end '<|END_OF_TURN_TOKEN|>' the description reads from content turns; "
     "it records no end for call turns",
-    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B": "the template writes the section closer '<｜tool▁calls▁end｜>' "
-    "only after two or more calls; the description, whose closer is read from one call, has an empty closer",
 }
 
 NAMES = [d.template.name for d in golden_descriptions(with_calls=True)]

@@ -388,6 +388,18 @@ def _history(description: FormatDescription, history: History, findings: list[Fi
                     history.call_turn,
                 )
             )
+        if calls.section_close_from > 1:
+            findings.append(
+                Finding(
+                    "history",
+                    "closer-after-several-calls",
+                    "warning",
+                    f"the calls section is closed ({calls.section_close!r}) only after "
+                    f"{calls.section_close_from} or more calls, never after one; the parser takes a closer "
+                    "after one call too, the grammar asks exactly what the template writes",
+                    calls.section_close,
+                )
+            )
         arguments = "a JSON string" if description.input_form.arguments_as_string else "a JSON object"
         findings.append(
             Finding(

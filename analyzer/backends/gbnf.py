@@ -338,7 +338,15 @@ class _Builder:
                     numbered = self.calls_at(tools, position).expr
                     rest = self.rules.add(f"calls-{position}", seq(numbered, optional(seq(*between, rest))))
             calls = replace(call, expr=rest)
-        whole = self.join([*self.markers(self.calls.section_open), calls, *self.markers(self.calls.section_close)])
+            if self.calls.close_from > 1:
+                # The closer comes only after several calls: one call alone, or two and more, then it.
+                closer = self.join(self.markers(self.calls.section_close))
+                several = seq(call.expr, *between, rest, closer.expr)
+                calls = replace(call, expr=choice([several, call.expr]), trail=closer.trail)
+        elif self.calls.close_from > 1:
+            calls = call  # one call: the template writes no closer after it
+        closing = self.calls.section_close if self.calls.close_from <= 1 else ()
+        whole = self.join([*self.markers(self.calls.section_open), calls, *self.markers(closing)])
         after = self.calls.close_space + whole.trail
         tail = literal(after) if self.exact and after else optional(self.rules.ws()) if after else ""
         lead = "" if lazy else self.calls.open_space + whole.lead

@@ -44,6 +44,11 @@ class CallsFinding:
     warnings: tuple[str, ...]
 
 
+def _up_to_stop(text: str, turn: Turn) -> str:
+    ends = [at for stop in turn.stop if stop and (at := text.find(stop)) != -1]
+    return text[: min(ends)] if ends else text
+
+
 def calls_region(
     session: Session, calls: tuple[v.Call, ...], output: str, turn: Turn, known_tail: str | None = None
 ) -> tuple[int, int, str | None]:
@@ -107,6 +112,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
 
     two = session.output(v.assistant(form, calls=(v.CALL1, v.CALL2)))
     unit = None
+    late_closer = ""
     if isinstance(two, Failed):
         parallel = Capability("refused" if two.refused else "error", two.message)
     elif v.FN2 not in two:
@@ -114,7 +120,17 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
     else:
         parallel = Capability("yes")
         two_start, two_end, _ = calls_region(session, (v.CALL1, v.CALL2), two, turn, known_tail=tail)
-        unit = repeated_unit(region, two[two_start:two_end], _substitute_call(form), v.FN1)
+        two_region = two[two_start:two_end]
+        unit = repeated_unit(region, two_region, _substitute_call(form), v.FN1)
+        if unit is None:
+            # Two calls may end with text one call goes without (a closer written after several calls).
+            one_tail = region[last_call_sentinel_end(region) :]
+            two_tail = two_region[last_call_sentinel_end(two_region) :]
+            if two_tail.startswith(one_tail) and two_tail[len(one_tail) :].strip():
+                late_closer = two_tail[len(one_tail) :]
+                trimmed = two_region[: len(two_region) - len(late_closer)]
+                unit = repeated_unit(region, trimmed, _substitute_call(form), v.FN1)
+                late_closer = late_closer if unit is not None else ""
         if unit is None:
             warnings.append("two parallel calls are not written as one call repeated; separator unknown")
 
@@ -135,6 +151,16 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         counters, second = (), None
     call_text = region[call_start:call_end]
     section_open, section_close = region[:call_start], region[call_end:]
+    close_from = 1
+    if unit is not None and not isinstance(two, Failed) and not section_close.strip():
+        # A closer the template writes only once there are several calls: what the render of two calls
+        # writes after them, in the calls' region or after it up to the turn's stop, and one call's not.
+        one_after, two_after = _up_to_stop(call_output[end:], turn), _up_to_stop(two[two_end:], turn)
+        late = two_after[: len(two_after) - len(one_after)] if two_after.endswith(one_after) else ""
+        if late_closer:
+            section_close, close_from = section_close + late_closer, 2
+        elif late.strip():
+            section_close, close_from = late, 2
 
     pattern_spans: list[tuple[int, int, PatternPart]] = []
     found = _json_call(call_text, second, form)
@@ -195,6 +221,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         arguments=arguments,
         ids=_written_ids(ids, pattern, json_call if isinstance(json_call, JsonCall) else None),
         content_before_calls=content_before,
+        section_close_from=close_from,
         no_arguments=no_arguments,
         json_array=(
             isinstance(json_call, JsonCall)

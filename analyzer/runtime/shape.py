@@ -237,6 +237,8 @@ class CallsShape:
     close_space: str = ""
     # How the template writes the calls' JSON: (between items, after a key); () when unknown.
     json_separators: tuple[str, ...] = ()
+    # How many calls a section holds before the template writes its closer (2: one call goes without).
+    close_from: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -223,3 +223,9 @@ def test_a_stop_inside_the_reasoning_close_is_a_risk(corpus_dir: Path) -> None:
     assert solar["stop-inside-reasoning-close"][0].severity == "risk"
     oss = _codes(_audit(corpus_dir, "openai-gpt-oss-120b"))
     assert "stop-inside-reasoning-close" not in oss and "'<|return|>'" in oss["stops"][0].message
+
+
+def test_a_closer_written_only_after_several_calls_is_reported(corpus_dir: Path) -> None:
+    found = _codes(_audit(corpus_dir, "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"))["closer-after-several-calls"][0]
+    assert "<｜tool▁calls▁end｜>" in found.message and found.severity == "warning"
+    assert "closer-after-several-calls" not in _codes(_audit(corpus_dir, "Qwen-Qwen2.5-7B-Instruct"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -514,6 +515,20 @@ def test_tool_choice_and_parallel():
     no_calls = output_shape("plain", stops=("<end>",))
     with pytest.raises(UnsupportedFormat, match="writes no tool calls"):
         to_grammar(no_calls, tools)
+
+
+def test_a_closer_written_only_after_several_calls():
+    """One call alone, or two and more and then the closer (a template that closes the section only
+    after several calls): exactly what it writes."""
+    calls = calls_shape((Marker("<calls>"),), (Marker("</calls>"),), (Marker(";"),), TAG_CALL, stops=("<end>",))
+    shape = output_shape("hand-made", calls=replace(calls, close_from=2), stops=("<end>",))
+    one, two = '<call>\nget_weather({"location": "x"})</call>', '<call>\nget_weather({"location": "y"})</call>'
+    check(
+        to_grammar(shape, [WEATHER_TOOL], tool_choice="required"),
+        [f"<calls>{one}", f"<calls>{one};{two}</calls>", f"<calls>{one};{two};{one}</calls>"],
+        [f"<calls>{one}</calls>", f"<calls>{one};{two}"],
+    )
+    check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required", parallel=False), [f"<calls>{one}"], [])
 
 
 def test_llama_server_fields():

@@ -77,6 +77,12 @@ CASES = {
             and "searchQzvk1" in m["errors"][0]["text"]
         ),
     ),
+    "a closer the template writes only after several calls, after one": (
+        "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n"
+        '{"query": "x"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        lambda m: not m["content"] and m["tool_calls"][0]["function"]["name"] == "search" and not m["errors"],
+    ),
     "leading whitespace in reasoning": (
         "MiniMax-M2",
         "\n</THINK>",

@@ -89,10 +89,6 @@ def compare(description, output, content, calls):
 # Cases that fail for a known reason, kept visible here (strict xfail: fixing one must update this).
 KNOWN_FAILURES = {
     (
-        "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
-        "parallel calls",
-    ): "the template closes the calls section only when there are several calls",
-    (
         "openai-gpt-oss-120b",
         "content before a call",
     ): "the template writes content beside calls into the analysis channel, so it comes back as reasoning",

@@ -201,3 +201,14 @@ def test_calls_the_template_refuses_are_unknown_with_its_words():
     d = describe(chat(calls="{% if m.tool_calls %}{{ raise_exception('tool calls are not supported') }}{% endif %}"))
     assert isinstance(d.calls, Unknown) and "tool calls are not supported" in d.calls.reason
     assert d.format == "none"
+
+
+def test_a_closer_written_only_after_several_calls():
+    """The closer follows the last of two or more calls and never a single one: written from two calls."""
+    body = "<call>" + NAME + " " + ARGS + "</call>"
+    close = "{% if m.tool_calls | length > 1 %}" + lit("</calls>") + "{% endif %}"
+    calls_tpl = "{% if m.tool_calls %}" + lit("<calls>") + each_call(body, separator="\n") + close + "{% endif %}"
+    calls = calls_of(describe(chat(HEAD + CONTENT + calls_tpl + END)))
+    assert (calls.section_open, calls.section_close, calls.section_close_from) == ("<calls>", "</calls>", 2)
+    plain = calls_of(describe(chat(HEAD + CONTENT + section("<calls>", body, "</calls>", "\n") + END)))
+    assert (plain.section_close, plain.section_close_from) == ("</calls>", 1)

@@ -126,7 +126,7 @@ def calls_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
     if isinstance(last, Marker):
         for _ in range(count):
             end = output.index(last.text, end) + len(last.text)
-    if calls.section_close:
+    if calls.section_close and count >= calls.close_from:
         end = output.index(calls.section_close[-1].text, end) + len(calls.section_close[-1].text)
     elif not isinstance(last, Marker):
         end = min([at for stop in shape.stops if (at := output.find(stop, start + 1)) >= 0] + [len(output)])
@@ -154,11 +154,6 @@ def turn_end(shape: OutputShape, output: str, after: int) -> int:
 
 # =========================================================================== the corpus checks
 
-_CALLS_END_ONLY_AFTER_TWO = (
-    "template defect: the template writes the section closer <｜tool▁calls▁end｜> (and the end of "
-    "the turn) only after the last of several calls, never after a single one, so the description has no "
-    "section closer and two calls end with a closer the grammar does not know"
-)
 
 _CUT_INSIDE_A_CLOSED_BLOCK = (
     "not a model's output: the prompt ends with an empty reasoning block (its open marker and close), and the "
@@ -180,9 +175,6 @@ _REASONING_KNOWN = {
 # Corpus checks whose renders the grammar cannot take, by check and template, with the reason. Every
 # engine's tests mark them strict xfail: the day the cause is fixed, the entry must go.
 XFAIL: dict[tuple[str, str], str] = {
-    ("auto-2", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"): _CALLS_END_ONLY_AFTER_TWO,
-    ("required-2", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"): _CALLS_END_ONLY_AFTER_TWO,
-    ("parallel-false", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"): _CALLS_END_ONLY_AFTER_TWO,
     **{("reasoning", name): reason for name, reason in _REASONING_KNOWN.items()},
 }
 
