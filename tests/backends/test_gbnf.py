@@ -774,6 +774,17 @@ def test_names_escaped_by_the_template_are_written_escaped(corpus_dir):
     )
 
 
+def test_a_call_opening_with_an_escaped_name_is_triggered_by_the_name_as_written():
+    quoted = tool("a&b", {"x": {"type": "string"}}, ["x"])
+    named = make_shape((Name((("&", "&amp;"),)), JsonArgs("object")), separator=(Marker(";"),))
+    grammar = to_grammar(named, [quoted])
+    assert grammar is not None
+    for trigger in grammar.triggers:
+        assert re.search(trigger.value, ';a&amp;b{"x": "1"}'), trigger.value
+        assert not re.search(trigger.value, ';a&b{"x": "1"}'), trigger.value
+    check(grammar, ['a&amp;b{"x": "1"}'], ['a&b{"x": "1"}'])
+
+
 def _names_tool(name: str, keys: list[str]) -> dict[str, Any]:
     return tool(name, {key: {"type": "string"} for key in keys}, keys)
 

@@ -88,6 +88,9 @@ def test_the_parser_reads_escaped_names_back_and_the_grammar_writes_them_escaped
     message = Parser(d, [QUOTED]).parse(written)
     assert [(c.name, json.loads(c.arguments)) for c in message.tool_calls] == [('q"a&b', {'k"1': "v"})]
     assert message.errors == []
+    # A model that writes a declared name unescaped is still understood.
+    message = Parser(d, [QUOTED]).parse('<call name="q"a&b"><arg key="k"1">v</arg></call>')
+    assert [(c.name, json.loads(c.arguments)) for c in message.tool_calls] == [('q"a&b', {'k"1': "v"})]
     # A name nobody declared is read back too, escapes and all.
     message = Parser(d, []).parse('<call name="x&quot;y"><arg key="a&amp;b">v</arg></call>')
     assert [(c.name, json.loads(c.arguments)) for c in message.tool_calls] == [('x"y', {"a&b": "v"})]
