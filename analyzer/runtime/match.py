@@ -370,6 +370,8 @@ def _named(result: CallMatch, name: str, end: int) -> Step:
 
 def _written_names(names: list[str], escapes: Escapes) -> list[tuple[str, str]]:
     """(as written, declared name) for each name, longest written first."""
+    if not escapes:
+        return [(name, name) for name in sorted(names, key=len, reverse=True)]
     found = [(escape_name(name, escapes), name) for name in names]
     found += [(name, name) for name in names if escape_name(name, escapes) != name]
     return sorted(found, key=lambda item: -len(item[0]))
