@@ -84,6 +84,22 @@ def literals(pattern: Pattern) -> tuple[str, ...]:
     return tuple(p.text for p in pattern if isinstance(p, Text) and p.text)
 
 
+# --------------------------------------------------------------------------- names
+
+
+@dataclass(frozen=True, slots=True)
+class Escaping:
+    """How the template writes the characters of a name that it does not write as is: (character,
+    what it writes for it), e.g. ``('"', "&quot;")``. Characters not listed are written as is."""
+
+    kind: ClassVar[str] = "escaping"
+    replaced: tuple[tuple[str, str], ...]
+
+
+# How a tool's or an argument's name is written: "none" (as is), an ``Escaping``, or ``Unknown``.
+NameEscaping = Literal["none"] | Escaping | Unknown
+
+
 # --------------------------------------------------------------------------- arguments
 
 
@@ -117,6 +133,7 @@ class KeyValueArguments:
     order: ArgumentOrder | Unknown = "as given"  # "sorted": the template sorts arguments by name
     # Text put around a string only when it holds special characters (("<![CDATA[", "]]>")), else ("", "").
     special_string_wrapper: tuple[str, str] = ("", "")
+    key_escaping: NameEscaping = "none"  # how argument names are written
 
 
 Arguments = JsonArguments | KeyValueArguments | Unknown
@@ -159,6 +176,7 @@ class Calls:
     # How the calls' JSON is written: (between items, after a key), as json.dumps takes them.
     json_separators: tuple[str, str] | Unknown = Unknown("not analysed")
     section_close_from: int = 1
+    name_escaping: NameEscaping = "none"  # how the function name is written
 
 
 # --------------------------------------------------------------------------- turn, reasoning, results
@@ -291,6 +309,7 @@ _NODES: dict[str, type] = {
         Unknown,
         Text,
         Field,
+        Escaping,
         JsonArguments,
         ArgumentForm,
         KeyValueArguments,

@@ -19,10 +19,12 @@ import re
 from analyzer.description import (
     ArgumentForm,
     Calls,
+    Escaping,
     Field,
     FormatDescription,
     JsonArguments,
     KeyValueArguments,
+    NameEscaping,
     Pattern,
     Reasoning,
     StringEscaping,
@@ -39,6 +41,7 @@ from analyzer.runtime.shape import (
     ArgValue,
     CallId,
     CallsShape,
+    Escapes,
     IdForm,
     Index,
     JsonArgs,
@@ -100,9 +103,15 @@ def lower_pattern(pattern: Pattern, calls: Calls, id_form: IdForm) -> tuple[Part
     return tuple(parts)
 
 
+def escapes(escaping: NameEscaping) -> Escapes:
+    """The escapes of a name escaping; none where the renders did not show it (names are then read
+    and written as is, as most templates write them)."""
+    return escaping.replaced if isinstance(escaping, Escaping) else ()
+
+
 def _lower_field(item: Field, calls: Calls, id_form: IdForm) -> Part:
     if item.name == "name":
-        return Name()
+        return Name(escapes(calls.name_escaping))
     if item.name == "id":
         return CallId(id_form)
     if item.name == "index":
@@ -122,6 +131,7 @@ def _lower_field(item: Field, calls: Calls, id_form: IdForm) -> Part:
                 arguments.string_escaping if isinstance(arguments.string_escaping, str) else "none",
                 sorted_names=arguments.order == "sorted",
                 string_wrapper=arguments.special_string_wrapper,
+                key_escapes=escapes(arguments.key_escaping),
             )
         raise UnsupportedFormat(f"arguments are not understood: {getattr(arguments, 'reason', arguments)}")
     raise UnsupportedFormat(f"unknown call field {item.name!r}")
@@ -134,8 +144,9 @@ def key_value_args(
     *,
     sorted_names: bool = False,
     string_wrapper: tuple[str, str] = ("", ""),
+    key_escapes: Escapes = (),
 ) -> KeyValueArgs:
-    lowered = tuple(argument_shape(form) for form in forms)
+    lowered = tuple(argument_shape(form, key_escapes) for form in forms)
     return KeyValueArgs(
         lowered,
         _separator(separator),
@@ -146,14 +157,14 @@ def key_value_args(
     )
 
 
-def argument_shape(form: ArgumentForm) -> ArgumentShape:
+def argument_shape(form: ArgumentForm, key_escapes: Escapes = ()) -> ArgumentShape:
     parts: list[ArgPart] = []
     for item in form.pattern:
         if isinstance(item, Text):
             found = split_markers(item.text)
             parts.extend(found if found else (Marker("", item.text, ""),) if item.text else ())
         elif item.name == "key":
-            parts.append(ArgKey())
+            parts.append(ArgKey(key_escapes))
         elif item.name == "value":
             parts.append(ArgValue())
     return ArgumentShape(form.json_type, tuple(parts), form.syntax)

@@ -26,8 +26,10 @@ from typing import Any
 from analyzer.backends.response_template import CONFIG_KEY, into_tokenizer_config
 from analyzer.description import Calls, FormatDescription, Reasoning
 from analyzer.errors import InputError, MissingDependency, RenderError
+from analyzer.lower import escapes
 from analyzer.render.conversation import Renderer
 from analyzer.render.session import Session
+from analyzer.runtime.shape import escape_name
 from analyzer.template import Template
 
 # The transformers release whose response_template schema and parser this targets.
@@ -311,13 +313,23 @@ def model_output(renderer: Renderer, description: FormatDescription, case: Case)
     prompt = renderer.render([USER], tools=tools, generation_prompt=True, thinking=thinking)
     full = renderer.render([USER, turn], tools=tools, thinking=thinking)
     output = full[Session.cut(prompt, full) :]
-    last = max([output.rfind(text) for text in _written_texts(case)] + [0])
+    last = max([output.rfind(text) for text in _written_texts(case, description)] + [0])
     ends = [at + len(stop) for stop in description.turn.stop if stop and (at := output.find(stop, last)) != -1]
     return prompt, output[: min(ends)] if ends else output
 
 
-def _written_texts(case: Case) -> list[str]:
-    return [text for text in (case.content, *(name for name, _ in case.calls)) if text]
+def _written_texts(case: Case, description: FormatDescription) -> list[str]:
+    names = [written for name, _ in case.calls for written in _written_names(name, description)]
+    return [text for text in (case.content, *names) if text]
+
+
+def _written_names(name: str, description: FormatDescription | None) -> list[str]:
+    """The ways the template may write a call's name: as is, JSON-escaped, or escaped as the
+    description records it."""
+    found = [name, json.dumps(name)[1:-1]]
+    if description is not None and isinstance(description.calls, Calls):
+        found.append(escape_name(name, escapes(description.calls.name_escaping)))
+    return found
 
 
 def _what_the_template_wrote(
@@ -329,7 +341,7 @@ def _what_the_template_wrote(
         return "the template does not write this turn's reasoning"
     if case.content and case.content not in output:
         return "the template does not write this turn's content"
-    if any(name not in output and json.dumps(name)[1:-1] not in output for name, _ in case.calls):
+    if any(all(written not in output for written in _written_names(name, description)) for name, _ in case.calls):
         return "the template does not write this turn's calls"
     if description is not None and isinstance(description.calls, Calls) and description.calls.json_call is not None:
         for name, _ in case.calls:

@@ -9,6 +9,7 @@ from analyzer.description import (
     CallIds,
     Calls,
     Capabilities,
+    Escaping,
     Field,
     FormatDescription,
     JsonArguments,
@@ -122,6 +123,15 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
             lines.append(f"  no-argument call   {pattern(c.no_arguments)}")
         if c.json_array:
             lines.append("  calls form a JSON array")
+        escapings = [("function names", c.name_escaping)]
+        if isinstance(a, KeyValueArguments):
+            escapings.append(("argument names", a.key_escaping))
+        for what, names in escapings:
+            if isinstance(names, Escaping):
+                written = ", ".join(f"{marker(ch)} as {marker(text)}" for ch, text in names.replaced)
+                lines.append(f"  {what:<18} escaped: {written}")
+            elif isinstance(names, Unknown):
+                lines.append(f"  {what:<18} {unknown(names)}")
     else:
         lines.append(f"  calls              {show(c)}")
 

@@ -61,6 +61,7 @@ from analyzer.runtime.shape import (
     Name,
     OutputShape,
     Part,
+    escape_name,
 )
 from analyzer.tools import Tool, chosen_tools, declared_tools
 
@@ -191,7 +192,7 @@ def _triggers(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) ->
     first = _trigger(shape, calls, tools)
     if not (calls.trigger.tool_name and calls.separator and calls.separator[0].text):
         return (first,)
-    names = "|".join(re.escape(tool.name) for tool in tools)
+    names = _names_pattern(calls, tools)
     behind = r"\s*".join(re.escape(marker.text) for marker in calls.separator if marker.text)
     return first, GrammarTrigger(TRIGGER_PATTERN, rf"{behind}\s*((?:{names})[\s\S]*)")
 
@@ -205,11 +206,18 @@ def _trigger(shape: OutputShape, calls: CallsShape, tools: tuple[Tool, ...]) -> 
     if trigger.tool_name:
         # The output opens with a tool's name, after what every turn starts with if the model wrote
         # that: the grammar holds from the name on.
-        names = "|".join(re.escape(tool.name) for tool in tools)
+        names = _names_pattern(calls, tools)
         prefix = r"\s*".join(re.escape(m.text) for m in shape.prefix)
         head = rf"(?:{prefix}\s*)?" if prefix else ""
         return GrammarTrigger(TRIGGER_PATTERN_FULL, rf"\s*{head}((?:{names})[\s\S]*)")
     raise UnsupportedFormat("the calls open with nothing a lazy grammar can be triggered by")
+
+
+def _names_pattern(calls: CallsShape, tools: tuple[Tool, ...]) -> str:
+    """A regex for the tools' names, as the call's first part (its name) writes them."""
+    first = calls.call[0] if calls.call else None
+    escapes = first.escapes if isinstance(first, Name) else ()
+    return "|".join(re.escape(escape_name(tool.name, escapes)) for tool in tools)
 
 
 # --------------------------------------------------------------------------- pieces of a sequence
@@ -467,7 +475,7 @@ class _Builder:
             case Marker():
                 return self.marker(part)
             case Name():
-                return self.name(tool)
+                return self.name(part, tool)
             case CallId():
                 return self.call_id(part)
             case Index():
@@ -485,8 +493,9 @@ class _Builder:
             return _Piece(literal(part.lead + part.trail))
         return _Piece(literal(part.text), part.lead, part.trail, part.text, part.text, part.text)
 
-    def name(self, tool: Tool) -> _Piece:
-        return _Piece(literal(tool.name), first=tool.name, last=tool.name, sample=tool.name)
+    def name(self, part: Name, tool: Tool) -> _Piece:
+        written = escape_name(tool.name, part.escapes)
+        return _Piece(literal(written), first=written, last=written, sample=written)
 
     def call_id(self, part: CallId) -> _Piece:
         return _Piece(self.rules.add("call-id", _id_chars(part.form)), sample=_ID_SAMPLE)
@@ -622,7 +631,8 @@ class _Builder:
                 i += 1
                 continue
             if isinstance(item, ArgKey):
-                pieces.append(_Piece(literal(key), first=key, last=key))
+                written = escape_name(key, item.escapes)
+                pieces.append(_Piece(literal(written), first=written, last=written))
                 i += 1
                 continue
             ends = _run(parts, i + 1, 1)

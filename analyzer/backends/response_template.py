@@ -44,6 +44,7 @@ from analyzer.runtime.shape import (
     ArgValue,
     CallId,
     CallsShape,
+    Escapes,
     Index,
     JsonArgs,
     JsonCall,
@@ -324,6 +325,9 @@ class _Builder:
     # ------------------------------------------------------------------ calls
 
     def calls(self, calls: CallsShape) -> dict[str, Any]:
+        for part in calls.call:
+            if isinstance(part, Name):
+                self.escaped_names("function names", part.escapes)
         if _json_array_section(calls) and isinstance(first := calls.call[0], JsonCallObject):
             return self.array_section(calls, first)
         at = next(
@@ -457,6 +461,17 @@ class _Builder:
                 pieces.append(self.part(part))
         return r"\s*".join(piece for piece in pieces if piece)
 
+    def escaped_names(self, what: str, escapes: Escapes) -> None:
+        """Names the template writes escaped: transformers takes a name as written, and neither its
+        content parsers nor its transforms read an escape back."""
+        if escapes:
+            written = ", ".join(f"{ch!r} as {text!r}" for ch, text in escapes)
+            self.unsupported(
+                what,
+                f"written escaped ({written}), which transformers does not read back: a name holding "
+                "those characters would come back as written",
+            )
+
     def part(self, part: Part) -> str:
         match part:
             case Marker():
@@ -509,6 +524,10 @@ class _Builder:
                     )
             return "json", notation, _call_transform("{name}", "{content}")
         forms = [group.forms for group in form_groups(part.forms)]  # in the order the runtime tries them
+        for form in part.forms:
+            for item in form.parts:
+                if isinstance(item, ArgKey):
+                    self.escaped_names("argument names", item.escapes)
         for form in part.forms:
             if form.json_type in ("object", "array") and form.syntax == "python":
                 self.unsupported(

@@ -27,6 +27,7 @@ from analyzer.description import (
     Text,
     Unknown,
 )
+from analyzer.detect.names import detect_key_escaping
 from analyzer.diff import common_prefix_len, common_suffix_len, find_all, repeated_unit
 from analyzer.render import variants as v
 from analyzer.render.session import Failed, Session
@@ -215,7 +216,9 @@ def find_key_value_arguments(session: Session, call_output: str, call_start: int
     return Located(
         unit.start - call_start,
         unit.end - call_start,
-        KeyValueArguments(unit.separator, tuple(forms), escaping, _order(session), wrapper),
+        KeyValueArguments(
+            unit.separator, tuple(forms), escaping, _order(session), wrapper, detect_key_escaping(session)
+        ),
     )
 
 

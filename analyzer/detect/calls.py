@@ -31,6 +31,7 @@ from analyzer.description import (
 )
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
 from analyzer.detect.json_style import detect_json_separators
+from analyzer.detect.names import detect_name_escaping
 from analyzer.detect.turn import continuation, last_call_sentinel_end, shared_turn_end
 from analyzer.diff import find_all, repeated_unit
 from analyzer.render import variants as v
@@ -231,6 +232,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
             and separator.strip() == ","
         ),
         json_separators=detect_json_separators(session),
+        name_escaping=detect_name_escaping(session),
     )
     return CallsFinding(calls, parallel, tuple(warnings))
 

@@ -38,6 +38,21 @@ DESCRIPTION1, DESCRIPTION2 = "Dqz finds things", "Dwj lists things"
 ARG_DESCRIPTION1, ARG_DESCRIPTION2 = "Pqz where", "Pwj how"
 # A string that shows how a template escapes what it writes: quote, backslash, newline, tag characters.
 TRICKY_STRING = 'Eqz "q" \\ <x>\nline2'
+# Characters that escapings change (XML attributes, HTML, JSON, Python strings), and a function name
+# and an argument name holding each between sentinel pieces: how the template writes the name shows,
+# character by character, what it writes for each (``"`` as ``&quot;`` or ``\\"``, or as is).
+ESCAPED_CHARS = ('"', "&", "<", ">", "'", "\\")
+NAME_PIECES = ("Nqz", "Nqb", "Nqc", "Nqd", "Nqe", "Nqf", "Nqg")
+KEY_PIECES = ("Mwz", "Mwb", "Mwc", "Mwd", "Mwe", "Mwf", "Mwg")
+
+
+def spelled_with_escaped_chars(pieces: tuple[str, ...]) -> str:
+    """The pieces with one of ``ESCAPED_CHARS`` between each two."""
+    return pieces[0] + "".join(ch + piece for ch, piece in zip(ESCAPED_CHARS, pieces[1:], strict=True))
+
+
+TRICKY_NAME = spelled_with_escaped_chars(NAME_PIECES)
+TRICKY_KEY = spelled_with_escaped_chars(KEY_PIECES)
 # Typed values for one argument: how each JSON type is written tells the argument encoding.
 TYPED_VALUES: dict[JsonType, Any] = {
     "integer": NUM1,

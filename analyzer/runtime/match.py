@@ -21,6 +21,7 @@ from .shape import (
     ArgumentShape,
     ArgValue,
     CallId,
+    Escapes,
     IdForm,
     Index,
     JsonArgs,
@@ -30,7 +31,9 @@ from .shape import (
     Markers,
     Name,
     Part,
+    escape_name,
     id_pattern,
+    unescape_name,
 )
 from .values import (
     INCOMPLETE,
@@ -124,6 +127,11 @@ class CallMatcher:
         self.memo = memo
         self.tools = tools
         self.names = sorted(tools, key=len, reverse=True)
+        # Each name part's declared names as the template writes them (escaped), longest first, each
+        # also as is after its escaped spelling: a model may write a name unescaped.
+        self._written_names = {
+            id(part): _written_names(self.names, part.escapes) for part in parts if isinstance(part, Name)
+        }
         # Text that may follow a call: a separator, the section closer, a stop string.
         self.closers = closers
         # What may stand right after each name part: it ends an undeclared name.
@@ -189,19 +197,20 @@ class CallMatcher:
 
     def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]) -> Step:
         i = skip_ws(text, i)
-        for name in self.names:
-            if text.startswith(name, i):
-                end = i + len(name)
+        written_names = self._written_names.get(id(part)) or _written_names(self.names, part.escapes)
+        for written, name in written_names:
+            if text.startswith(written, i):
+                end = i + len(written)
                 if end < len(text) and (text[end].isalnum() or text[end] in "_-"):
                     continue  # a longer undeclared name
                 if end == len(text) and not final:
                     return NEED  # the name may go on
                 return _named(result, name, end)
-        if not final and any(name.startswith(text[i:]) for name in self.names):
+        if not final and any(written.startswith(text[i:]) for written, _ in written_names):
             return NEED  # a declared name cut short: read as undeclared, it would end at its quote
-        step = read_name(text, i, final, self._name_ends.get(id(part), following))
+        step = read_name(text, i, final, self._name_ends.get(id(part), following), part.escapes)
         if isinstance(step, int):
-            return _named(result, text[i:step], step)
+            return _named(result, unescape_name(text[i:step], part.escapes), step)
         if isinstance(step, Mismatch):
             return Mismatch("expected a function name")
         return step
@@ -362,18 +371,29 @@ def _named(result: CallMatch, name: str, end: int) -> Step:
     return end
 
 
-def read_name(text: str, i: int, final: bool, ends: tuple[str, ...]) -> Step:
-    """Where a name that none of the declared ones is ends: it is written as is, up to the marker that
-    follows it in the shape (``ends``; "" where whitespace follows), so it holds no whitespace and none
-    of the characters that marker starts with (a name with those is read only when declared). With
-    nothing written after it (a value follows), a run of word characters of any script."""
+def _written_names(names: list[str], escapes: Escapes) -> list[tuple[str, str]]:
+    """(as written, declared name) for each name, longest written first."""
+    if not escapes:
+        return [(name, name) for name in sorted(names, key=len, reverse=True)]
+    found = [(escape_name(name, escapes), name) for name in names]
+    found += [(name, name) for name in names if escape_name(name, escapes) != name]
+    return sorted(found, key=lambda item: -len(item[0]))
+
+
+def read_name(text: str, i: int, final: bool, ends: tuple[str, ...], escapes: Escapes = ()) -> Step:
+    """Where a name that none of the declared ones is ends: it is written as is (or with ``escapes``,
+    each taken whole), up to the marker that follows it in the shape (``ends``; "" where whitespace
+    follows), so it holds no whitespace and none of the characters that marker starts with (a name
+    with those is read only when declared). With nothing written after it (a value follows), a run of
+    word characters of any script."""
     starts = {end[0] for end in ends if end}
     if "" in ends:
         starts |= set("{[")  # whitespace was written before the value: one written without it ends the name too
     if starts:
         j = i
         while j < len(text) and not text[j].isspace() and text[j] not in starts:
-            j += 1
+            # An escape may hold what ends a name (``\"`` between quotes): it is part of the name.
+            j += next((len(written) for _, written in escapes if written and text.startswith(written, j)), 1)
     else:
         m = _WORD_NAME.match(text, i)
         j = m.end() if m else i
@@ -477,6 +497,8 @@ class FormGroup:
         if key is None or self.tag is None:
             return None
         open_before, open_after, close_before, close_after = self.tag
+        key_part = self.parts[self.key_at]
+        key = escape_name(key, key_part.escapes) if isinstance(key_part, ArgKey) else key
         return _Tag(open_before + key + open_after, close_before + key + close_after)
 
 
@@ -522,10 +544,10 @@ def _match_form(
             i = step
         elif isinstance(part, ArgKey):
             after = group.after[k]
-            read = _read_key(text, i, final, properties, after[0] if after else None)
+            read = _read_key(text, i, final, properties, after[0] if after else None, part.escapes)
             if not isinstance(read, int):
                 return read if read is NEED else Mismatch("expected an argument name")
-            name = text[i:read]
+            name = unescape_name(text[i:read], part.escapes)
             if key is not None and name != key:
                 return Mismatch(f"argument {key!r} is closed as {name!r}")  # <a>...</b>: no argument of either
             key = name
@@ -730,7 +752,13 @@ class RawEnds:
         at = next(k for k, part in enumerate(parts) if isinstance(part, ArgKey))
         self.before_key = tuple(p for p in parts[:at] if isinstance(p, Marker) and p.text)
         self.after_key = tuple(p for p in _markers_after(parts, at) if p.text)
-        self.names = sorted(properties, key=len, reverse=True) if isinstance(properties, dict) else []
+        key = parts[at]
+        escapes = key.escapes if isinstance(key, ArgKey) else ()
+        self.names = (
+            [written for written, _ in _written_names(list(properties), escapes)]
+            if isinstance(properties, dict)
+            else []
+        )
         self.separator = tuple(m for m in separator if m.text)
         self.following = tuple(t for t in following if t)
         self.closers = tuple(t for t in closers if t)
@@ -825,11 +853,14 @@ class RawEnds:
         return False
 
 
-def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | None) -> Step:
-    """Where an argument's name ends: a declared one that the marker after it follows (whatever its
-    characters: a quote, any script), else one read as ``read_name`` does."""
+def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | None, escapes: Escapes = ()) -> Step:
+    """Where an argument's name ends: a declared one, as written with ``escapes`` or as is, that the
+    marker after it follows (whatever its characters: a quote, any script), else one read as
+    ``read_name`` does."""
     end = after.text if after is not None else ""
-    declared = sorted(properties, key=len, reverse=True) if isinstance(properties, dict) else []
+    declared = (
+        [written for written, _ in _written_names(list(properties), escapes)] if isinstance(properties, dict) else []
+    )
     for name in declared:
         if not name or not text.startswith(name, i):
             continue
@@ -844,7 +875,7 @@ def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | N
             return j
         if not end and rest == "":
             return NEED
-    return read_name(text, i, final, (end,) if end else ())
+    return read_name(text, i, final, (end,) if end else (), escapes)
 
 
 def _markers_after(parts: tuple[object, ...], k: int) -> Markers:

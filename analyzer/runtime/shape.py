@@ -96,11 +96,44 @@ def id_pattern(form: IdForm) -> str:
 # --------------------------------------------------------------------------- call parts
 
 
+# How a name is written where the template escapes it: (character, what it writes for it); () as is.
+Escapes = tuple[tuple[str, str], ...]
+
+
+def escape_name(name: str, escapes: Escapes) -> str:
+    """``name`` as the template writes it."""
+    if not escapes:
+        return name
+    table = dict(escapes)
+    return "".join(table.get(ch, ch) for ch in name)
+
+
+def unescape_name(written: str, escapes: Escapes) -> str:
+    """The name a template wrote as ``written``: read left to right, as it was written (``&amp;quot;``
+    is ``&`` and ``quot;``), the longest escape that matches first."""
+    if not escapes:
+        return written
+    ordered = sorted(((ch, text) for ch, text in escapes if text), key=lambda item: -len(item[1]))
+    out: list[str] = []
+    i = 0
+    while i < len(written):
+        for ch, text in ordered:
+            if written.startswith(text, i):
+                out.append(ch)
+                i += len(text)
+                break
+        else:
+            out.append(written[i])
+            i += 1
+    return "".join(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Name:
-    """The function name: one of the declared tools."""
+    """The function name: one of the declared tools, written with ``escapes``."""
 
     kind: ClassVar[str] = "name"
+    escapes: Escapes = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +160,10 @@ class JsonArgs:
 
 @dataclass(frozen=True, slots=True)
 class ArgKey:
-    """An argument's name, inside an argument form."""
+    """An argument's name, inside an argument form, written with ``escapes``."""
 
     kind: ClassVar[str] = "argument_key"
+    escapes: Escapes = ()
 
 
 @dataclass(frozen=True, slots=True)

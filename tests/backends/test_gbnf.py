@@ -772,6 +772,34 @@ def test_names_with_a_quote_are_escaped_in_json(corpus_dir):
     )
 
 
+def test_names_escaped_by_the_template_are_written_escaped(corpus_dir):
+    """Kimi-K3 writes names into XML attributes with '"' and '&' as entities: the grammar writes them so,
+    and refuses the raw quote, which the template never writes there."""
+    quoted = tool('q"uote', {'a"b': {"type": "string"}}, ['a"b'])
+    c = case("Kimi-K3", corpus_dir)
+    good = (
+        '<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="q&quot;uote" index="1"<|sep|>'
+        '<|open|>argument key="a&quot;b" type="string"<|sep|>1<|close|>argument<|sep|><|close|>call<|sep|>'
+        "<|close|>tools<|sep|><|close|>message<|sep|>"
+    )
+    check(
+        to_grammar(c.shape, [quoted]),
+        [good],
+        [good.replace('tool="q&quot;uote"', 'tool="q"uote"'), good.replace('key="a&quot;b"', 'key="a"b"')],
+    )
+
+
+def test_a_call_opening_with_an_escaped_name_is_triggered_by_the_name_as_written():
+    quoted = tool("a&b", {"x": {"type": "string"}}, ["x"])
+    named = make_shape((Name((("&", "&amp;"),)), JsonArgs("object")), separator=(Marker(";"),))
+    grammar = to_grammar(named, [quoted])
+    assert grammar is not None
+    for trigger in grammar.triggers:
+        assert re.search(trigger.value, ';a&amp;b{"x": "1"}'), trigger.value
+        assert not re.search(trigger.value, ';a&b{"x": "1"}'), trigger.value
+    check(grammar, ['a&amp;b{"x": "1"}'], ['a&b{"x": "1"}'])
+
+
 def _names_tool(name: str, keys: list[str]) -> dict[str, Any]:
     return tool(name, {key: {"type": "string"} for key in keys}, keys)
 
@@ -801,11 +829,6 @@ def test_the_grammar_takes_names_as_the_template_writes_them(name, names, corpus
     }
     output = assistant_output(c.description, c.compiled, [{"role": "user", "content": "hi"}], turn, [declared])
     if unreadable_render(c.description, output, [(call_name, arguments)]):
-        return
-    if name == "Kimi-K3" and names == "quoted":
-        # The template escapes names as XML attribute values (&quot;), which the description does not
-        # record: test_parser_roundtrip lists it as a known failure.
-        assert "q&quot;uote" in output
         return
     grammar = to_grammar(c.shape, [declared])
     assert grammar is not None

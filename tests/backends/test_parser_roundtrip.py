@@ -92,10 +92,6 @@ KNOWN_FAILURES = {
         "openai-gpt-oss-120b",
         "content before a call",
     ): "the template writes content beside calls into the analysis channel, so it comes back as reasoning",
-    ("Kimi-K3", "quotes in names"): (
-        "the template escapes names as XML attribute values (&quot;, &amp;); the analysis does not probe names for"
-        " an escaping, so the description does not record it"
-    ),
 }
 
 
