@@ -129,6 +129,8 @@ class CallMatcher:
         # What may stand right after each name part: it ends an undeclared name.
         self._name_ends = {id(part): self._ends_after(k) for k, part in enumerate(parts) if isinstance(part, Name)}
         self._form_groups = {id(part): form_groups(part.forms) for part in parts if isinstance(part, KeyValueArgs)}
+        # Each part with its matcher and the text that may follow it, read off the parts once.
+        self._steps = tuple((_HANDLERS.get(type(part)), part, self._following_text(k)) for k, part in enumerate(parts))
 
     def with_memo(self, memo: Memo) -> CallMatcher:
         """This matcher for one stream: everything read off the parts is shared, the memo is its own."""
@@ -140,9 +142,10 @@ class CallMatcher:
     def match(self, text: str, start: int, final: bool) -> CallMatch | _Need | Mismatch:
         result = CallMatch(start)
         i = start
-        for k, part in enumerate(self.parts):
-            following = self._following_text(k)
-            step = self._match_part(part, text, i, final, result, following)
+        for handler, part, following in self._steps:
+            if handler is None:
+                raise TypeError(f"no matcher for call part {type(part).__name__}")
+            step = handler(self, part, text, i, final, result, following)
             if not isinstance(step, int):
                 return step
             i = step

@@ -1616,6 +1616,9 @@ def _schema_quick_size_ok(value: object) -> bool:
     """Whether ``value`` is small and shallow enough that ``validate`` checks it without nearing a limit."""
     if not isinstance(value, (dict, list)):
         return True
+    top = value.values() if isinstance(value, dict) else value
+    if len(top) <= _SCHEMA_QUICK_MAX_PARTS and not any(isinstance(member, (dict, list)) for member in top):
+        return True  # flat, as most arguments are
     parts = 0
     pending: list[tuple[object, int]] = [(value, 0)]
     while pending:

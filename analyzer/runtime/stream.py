@@ -160,35 +160,26 @@ class Stream:
     def _consume(self, n: int) -> None:
         self._buf = self._buf[n:]
         self._scan_from = 0
-        self._memo.clear()
-        # Positions in reasoning searched already move with the text.
-        self._candidate_scan = max(0, self._candidate_scan - n)
-        self._ender_scan = max(0, self._ender_scan - n)
+        if self._memo:
+            self._memo.clear()
+        # Positions in reasoning searched already move with the text (conditionals: no max() calls
+        # on this path, which runs several times in every parse).
+        if self._candidate_scan:
+            self._candidate_scan = self._candidate_scan - n if self._candidate_scan > n else 0
+        if self._ender_scan:
+            self._ender_scan = self._ender_scan - n if self._ender_scan > n else 0
         if self._waiting_call >= 0:
             self._waiting_call = self._waiting_call - n if self._waiting_call >= n else -1
-        self._retry_length = max(0, self._retry_length - n)
+        if self._retry_length:
+            self._retry_length = self._retry_length - n if self._retry_length > n else 0
 
     def _run(self, final: bool) -> list[Delta]:
         deltas: list[Delta] = []
+        states = _STATES
         while True:
-            before = (self._state, len(self._buf))
-            if self._state == _START:
-                self._start(deltas, final)
-            elif self._state == _REASONING:
-                self._reasoning(deltas, final)
-            elif self._state == _CONTENT:
-                self._content(deltas, final)
-            elif self._state == _SECTION:
-                self._section(deltas, final)
-            elif self._state == _CALL:
-                self._call(deltas, final)
-            elif self._state == _AFTER_CALL:
-                self._after_call(deltas, final)
-            elif self._state == _AFTER_REASONING:
-                self._after_reasoning(final)
-            elif self._state == _ANSWER:
-                self._answer(deltas, final)
-            if (self._state, len(self._buf)) == before:
+            state, length = self._state, len(self._buf)
+            states[state](self, deltas, final)
+            if self._state == state and len(self._buf) == length:
                 break
         return deltas
 
@@ -226,8 +217,8 @@ class Stream:
             # A prompt that opens reasoning, and a model that skips it: the output starts with what
             # follows reasoning (the rest of the turn's prefix, a content wrapper, a call).
             head = skip_ws(self._buf, 0)
-            words = self._after_reasoning_words()
-            if any(self._buf.startswith(word, head) for word in words):
+            words = self._plan.after_reasoning_words
+            if self._buf.startswith(words, head):
                 self._consume(head)
                 self._state = _AFTER_REASONING
                 return
@@ -328,18 +319,7 @@ class Stream:
         if closing:
             self._held_reasoning_ws = ""
 
-    def _after_reasoning_words(self) -> list[str]:
-        shape = self.shape
-        words = []
-        if self._calls is not None and self._calls.trigger.word:
-            words.append(self._calls.trigger.word)
-        if shape.content_open:
-            words.append(shape.content_open[0].text)
-        if shape.reasoning is not None and shape.reasoning.after:
-            words.append(shape.reasoning.after[0].text)
-        return words
-
-    def _after_reasoning(self, final: bool) -> None:
+    def _after_reasoning(self, deltas: list[Delta], final: bool) -> None:
         """What every turn starts with, after a reasoning block (``<|open|>response<|sep|>``)."""
         assert self.shape.reasoning is not None
         rest = self.shape.reasoning.after
@@ -353,7 +333,7 @@ class Stream:
 
     def _content(self, deltas: list[Delta], final: bool) -> None:
         buf = self._buf
-        found = _earliest(buf, self._watch, self._scan_from)
+        found = self._plan.earliest_watched(buf, self._scan_from)
         json_at = self._json_trigger(buf)
         if json_at is not None and (found is None or json_at < found[0]):
             found = (json_at, "")
@@ -833,6 +813,19 @@ class Stream:
         self._emit(deltas, Delta(error=error))
 
 
+# Each state's step, in the order of the state numbers (a table: the loop runs several times a parse).
+_STATES = (
+    Stream._start,
+    Stream._reasoning,
+    Stream._content,
+    Stream._section,
+    Stream._call,
+    Stream._after_call,
+    Stream._after_reasoning,
+    Stream._answer,
+)
+
+
 def turn_end_before_stop(shape: OutputShape) -> str:
     """The text the template writes to close a turn before its stop, less whitespace ("" when none)."""
     written = "".join(marker.written for marker in shape.end)
@@ -876,12 +869,14 @@ class _Plan:
         self.turn_end = turn_end_before_stop(shape)
         self.watch = self._content_markers(shape)
         self.longest = max((len(word) for word in self.watch), default=1)
+        self._watched = words_search(self.watch)
         self.reasoning_watch: list[str] = []
         if shape.reasoning:
             self.reasoning_watch = [shape.reasoning.close[0].text]
             if calls is not None and calls.trigger.word:
                 self.reasoning_watch.append(calls.trigger.word)
         self.reasoning_longest = max((len(word) for word in self.reasoning_watch), default=1)
+        self.after_reasoning_words = self._after_reasoning_words(shape)
         # The words a call opens with, which an output cut short may end inside.
         self.call_words = (
             [
@@ -900,6 +895,24 @@ class _Plan:
         if self.json_opener is not None or self.answer_opener is not None:
             firsts.add("{")
         self._marker_start = re.compile("[" + "".join(re.escape(c) for c in sorted(firsts)) + "]") if firsts else None
+
+    @staticmethod
+    def _after_reasoning_words(shape: OutputShape) -> tuple[str, ...]:
+        """What may follow a reasoning block the model skipped: a call, a content wrapper, the rest of
+        the turn's prefix (a tuple, for one ``startswith``)."""
+        words = []
+        if shape.calls is not None and shape.calls.trigger.word:
+            words.append(shape.calls.trigger.word)
+        if shape.content_open:
+            words.append(shape.content_open[0].text)
+        if shape.reasoning is not None and shape.reasoning.after:
+            words.append(shape.reasoning.after[0].text)
+        return tuple(words)
+
+    def earliest_watched(self, buf: str, start: int) -> tuple[int, str] | None:
+        """Where the first watched word from ``start`` stands, and which (the longest of those there)."""
+        m = self._watched.search(buf, start) if self._watched is not None else None
+        return (m.start(), m.group()) if m else None
 
     def may_start_marker(self, text: str) -> bool:
         return self._marker_start is not None and self._marker_start.search(text) is not None
@@ -928,6 +941,13 @@ class _Plan:
         if self.fences:
             watch.append(_FENCE)
         return [word for word in dict.fromkeys(watch) if word]
+
+
+def words_search(words: list[str]) -> re.Pattern[str] | None:
+    """One search for several words: it finds the leftmost, and of those standing there the longest
+    (regex alternatives are tried in order, so the longest come first). None for no words."""
+    by_length = sorted((word for word in words if word), key=len, reverse=True)
+    return re.compile("|".join(re.escape(word) for word in by_length)) if by_length else None
 
 
 def _may_open_member(tail: str, key: str) -> bool:
@@ -1019,15 +1039,6 @@ def _loose_literal(buf: str, literal: Markers) -> Step:
 
 def _wordy(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
-
-
-def _earliest(buf: str, words: list[str], start: int) -> tuple[int, str] | None:
-    best: tuple[int, str] | None = None
-    for word in words:
-        at = buf.find(word, start)
-        if at != -1 and (best is None or at < best[0] or (at == best[0] and len(word) > len(best[1]))):
-            best = (at, word)
-    return best
 
 
 def _pending_start(buf: str, words: list[str], at: int) -> int | None:
