@@ -1614,23 +1614,30 @@ def schema_acceptor(schema: object) -> "_SchemaAcceptor | None":
 
 def _schema_quick_size_ok(value: object) -> bool:
     """Whether ``value`` is small and shallow enough that ``validate`` checks it without nearing a limit."""
-    if not isinstance(value, (dict, list)):
-        return True
-    top = value.values() if isinstance(value, dict) else value
-    if len(top) <= _SCHEMA_QUICK_MAX_PARTS and not any(isinstance(member, (dict, list)) for member in top):
-        return True  # flat, as most arguments are
-    parts = 0
-    pending: list[tuple[object, int]] = [(value, 0)]
-    while pending:
-        node, depth = pending.pop()
-        members = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        if depth >= _SCHEMA_QUICK_MAX_DEPTH:
-            return False
-        parts += len(members)
+    return _schema_quick_parts(value, 0) >= 0
+
+
+def _schema_quick_parts(value: object, depth: int) -> int:
+    """How many members ``value`` holds at any depth; -1 past the quick test's limits. Recursive: the
+    depth limit keeps it to a few dozen frames."""
+    if isinstance(value, dict):
+        members: Iterable[object] = value.values()
+    elif isinstance(value, list):
+        members = value
+    else:
+        return 0
+    if depth >= _SCHEMA_QUICK_MAX_DEPTH:
+        return -1
+    parts = len(value)
+    for member in members:
+        if isinstance(member, (dict, list)):
+            inside = _schema_quick_parts(member, depth + 1)
+            if inside < 0:
+                return -1
+            parts += inside
         if parts > _SCHEMA_QUICK_MAX_PARTS:
-            return False
-        pending.extend((member, depth + 1) for member in members if isinstance(member, (dict, list)))
-    return True
+            return -1
+    return parts if parts <= _SCHEMA_QUICK_MAX_PARTS else -1
 
 
 def _schema_quick_accept_all(value: object) -> bool:

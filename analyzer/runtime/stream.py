@@ -85,10 +85,11 @@ class Stream:
     # ------------------------------------------------------------------ public
 
     def feed(self, chunk: str) -> list[Delta]:
-        try:
-            chunk.encode("utf-8")
-        except UnicodeEncodeError:
-            chunk = self._without_surrogates(chunk)
+        if not chunk.isascii():  # a flag CPython keeps: ASCII text holds no surrogate, at no cost
+            try:
+                chunk.encode("utf-8")
+            except UnicodeEncodeError:
+                chunk = self._without_surrogates(chunk)
         self._fed += len(chunk)
         buf = self._buf
         self._buf = ""
@@ -370,7 +371,7 @@ class Stream:
             self._scan_from = 0 if json_pending else max(0, len(self._buf) - self._longest)
             return
         at, word = found
-        pending = None if final else _pending_start(buf, self._watch, at)
+        pending = None if final else _pending_start(buf, self._watch, at, self._longest)
         if pending is not None:
             # A longer marker may be starting before this one (``[TOOL_CALLS][`` around ``]``): wait.
             if pending:
@@ -671,8 +672,10 @@ class Stream:
         """Cheap test before a full match: the text that ends a call has arrived."""
         text = self._call_ender
         if text:
-            found = self._buf.find(text, max(self._call_start, self._scan_from))
-            self._scan_from = max(self._call_start, len(self._buf) - len(text))
+            start, scanned = self._call_start, self._scan_from
+            found = self._buf.find(text, scanned if scanned > start else start)
+            scanned = len(self._buf) - len(text)
+            self._scan_from = scanned if scanned > start else start
             return found != -1
         return self._buf.rstrip().endswith(("}", "]", ")", '"')) or (
             len(self._buf) - self._call_start > 0 and self._buf[-1:] in '}])"\n'
@@ -1041,9 +1044,10 @@ def _wordy(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def _pending_start(buf: str, words: list[str], at: int) -> int | None:
-    """Where a watched word may be starting at or before ``at`` and run past the end of ``buf``."""
-    for start in range(max(0, len(buf) - max(len(w) for w in words) + 1), at + 1):
+def _pending_start(buf: str, words: list[str], at: int, longest: int) -> int | None:
+    """Where a watched word may be starting at or before ``at`` and run past the end of ``buf``;
+    ``longest``: the length of the longest word."""
+    for start in range(max(0, len(buf) - longest + 1), at + 1):
         tail = buf[start:]
         if any(len(w) > len(tail) and w.startswith(tail) for w in words):
             return start
