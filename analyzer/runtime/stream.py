@@ -335,10 +335,11 @@ class Stream:
     def _content(self, deltas: list[Delta], final: bool) -> None:
         buf = self._buf
         found = self._plan.earliest_watched(buf, self._scan_from)
-        json_at = self._json_trigger(buf)
+        # Most formats open calls and answers with markers only: then there is no pattern to search.
+        json_at = self._json_trigger(buf) if self._json_opener is not None else None
         if json_at is not None and (found is None or json_at < found[0]):
             found = (json_at, "")
-        answer_at = self._answer_trigger(buf)
+        answer_at = self._answer_trigger(buf) if self._answer_opener is not None else None
         if answer_at is not None and (found is None or answer_at <= found[0]):
             self._emit_content(deltas, buf[:answer_at])
             self._consume(answer_at)
@@ -357,7 +358,7 @@ class Stream:
             return
         if found is None:
             keep = 0 if final else _partial_suffix(buf, self._watch)
-            json_pending = not final and self._json_trigger_pending(buf)
+            json_pending = not final and self._fences and self._json_trigger_pending(buf)
             if json_pending:
                 keep = max(keep, len(buf) - buf.rfind("{"))
             text = buf[: len(buf) - keep]
@@ -682,7 +683,7 @@ class Stream:
         )
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
-        if self._close_fence(final) is NEED:
+        if self._fenced and self._close_fence(final) is NEED:
             return
         calls = self._calls
         if calls is None:  # after an answer object, in a shape without calls

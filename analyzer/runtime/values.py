@@ -106,7 +106,9 @@ def decode(text: str, *, python: bool = False) -> Any:
     Python literals become JSON values (bytes as text, tuples and sets as lists, keys as strings);
     what has no JSON value (a complex number, a value nested too deeply) is ``Undecodable``."""
     try:
-        return _shallow(json.loads(text))
+        value = json.loads(text)
+        # Nesting past _MAX_DEPTH takes more brackets than a shorter text holds.
+        return value if len(text) <= _MAX_DEPTH else _shallow(value)
     except _UNDECODABLE:
         pass
     try:
