@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from .message import ParseError
-from .schema import schema_problem, validate
+from .schema import schema_acceptor, schema_problem, validate
 from .shape import IdForm
 
 _ID_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -26,6 +27,7 @@ class ToolSchemas:
                 parameters = function.get("parameters") or {"type": "object", "properties": {}}
                 self.schemas[name] = parameters if isinstance(parameters, dict) else {}
         self._problems: dict[str, str] = {}
+        self._acceptors: dict[str, Callable[[object], bool] | None] = {}
 
     def __bool__(self) -> bool:
         return bool(self.schemas)
@@ -62,6 +64,11 @@ class ToolSchemas:
                         "unknown_argument", f"call {index} to {name}: unknown argument {key!r}", call_index=index
                     )
                 )
+        if name not in self._acceptors:
+            self._acceptors[name] = schema_acceptor(self.schemas[name])
+        accept = self._acceptors[name]
+        if accept is not None and accept(arguments):
+            return problems  # the schema's quick test: validate would find nothing
         for violation in validate(self.schemas[name], arguments):
             if violation.keyword == "additionalProperties" and len(violation.path) == 1:
                 continue  # an undeclared argument: reported as an unknown argument above

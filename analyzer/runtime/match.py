@@ -84,15 +84,24 @@ def skip_ws(text: str, i: int) -> int:
 
 def match_literal(text: str, i: int, literal: Markers, final: bool) -> Step:
     for marker in literal:
-        j = skip_ws(text, i)
-        if text.startswith(marker.text, j):
-            i = j + len(marker.text)
-            continue
-        rest = text[j : j + len(marker.text)]  # no copy of all the rest: this runs at every candidate
-        if not final and marker.text.startswith(rest) and j + len(rest) == len(text):
-            return NEED
-        return Mismatch(f"expected {marker.text!r}")
+        step = match_word(text, i, marker.text, final)
+        if not isinstance(step, int):
+            return step
+        i = step
     return i
+
+
+def match_word(text: str, i: int, word: str, final: bool) -> Step:
+    """One marker's text after whitespace (the step of ``match_literal`` for each marker)."""
+    j = i
+    while j < len(text) and text[j].isspace():  # skip_ws, inline: this runs several times a call
+        j += 1
+    if text.startswith(word, j):
+        return j + len(word)
+    rest = text[j : j + len(word)]  # no copy of all the rest: this runs at every candidate
+    if not final and word.startswith(rest) and j + len(rest) == len(text):
+        return NEED
+    return Mismatch(f"expected {word!r}")
 
 
 @dataclass(slots=True)
@@ -137,6 +146,8 @@ class CallMatcher:
         # What may stand right after each name part: it ends an undeclared name.
         self._name_ends = {id(part): self._ends_after(k) for k, part in enumerate(parts) if isinstance(part, Name)}
         self._form_groups = {id(part): form_groups(part.forms) for part in parts if isinstance(part, KeyValueArgs)}
+        # Each part with its matcher and the text that may follow it, read off the parts once.
+        self._steps = tuple((_HANDLERS.get(type(part)), part, self._following_text(k)) for k, part in enumerate(parts))
 
     def with_memo(self, memo: Memo) -> CallMatcher:
         """This matcher for one stream: everything read off the parts is shared, the memo is its own."""
@@ -148,9 +159,10 @@ class CallMatcher:
     def match(self, text: str, start: int, final: bool) -> CallMatch | _Need | Mismatch:
         result = CallMatch(start)
         i = start
-        for k, part in enumerate(self.parts):
-            following = self._following_text(k)
-            step = self._match_part(part, text, i, final, result, following)
+        for handler, part, following in self._steps:
+            if handler is None:
+                raise TypeError(f"no matcher for call part {type(part).__name__}")
+            step = handler(self, part, text, i, final, result, following)
             if not isinstance(step, int):
                 return step
             i = step
@@ -193,7 +205,7 @@ class CallMatcher:
     def marker(
         self, part: Marker, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
     ) -> Step:
-        return match_literal(text, i, (part,), final)
+        return match_word(text, i, part.text, final)
 
     def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]) -> Step:
         i = skip_ws(text, i)
@@ -538,7 +550,7 @@ def _match_form(
         if isinstance(part, Marker):
             if not part.text:
                 continue  # whitespace alone: the value's or the key's own, trimmed below
-            step = match_literal(text, i, (part,), final)
+            step = match_word(text, i, part.text, final)
             if not isinstance(step, int):
                 return step
             i = step

@@ -35,7 +35,7 @@ import math
 import re
 import reprlib
 import urllib.parse
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeGuard
 
 # How far checking goes before it refuses, rather than exhaust the stack or the clock. Containers in a
@@ -1574,4 +1574,200 @@ _SCHEMA_CHECKS = {
     "dependentSchemas": _schema_check_dependent_schemas,
     "$ref": _schema_check_ref,
     "$dynamicRef": _schema_check_ref,
+}
+
+
+# --------------------------------------------------------------------------- quick acceptance
+
+# Values bigger than this are left to ``validate``: well inside its limits, so that a value the quick
+# test accepts is one ``validate`` checks in full rather than refuses for its size.
+_SCHEMA_QUICK_MAX_PARTS = 10_000
+_SCHEMA_QUICK_MAX_DEPTH = 50
+# Schemas nested deeper than this get no quick test (tool schemas are a few levels deep).
+_SCHEMA_QUICK_MAX_NESTING = 32
+
+_SchemaAcceptor = Callable[[object], bool]
+
+
+def schema_acceptor(schema: object) -> "_SchemaAcceptor | None":
+    """A quick test, built once per schema, of whether ``validate(schema, value)`` finds nothing, for the
+    shapes tool schemas mostly take: ``type``, ``enum``, ``const``, ``required``, ``properties``,
+    ``additionalProperties`` and a single ``items`` schema, nested, beside annotations. None for any
+    other schema. The test answers True only when ``validate`` would return no violation; False means
+    "ask ``validate``", which then words the violations (a parse checks many calls against one schema,
+    and most calls break none of its rules, so most of them never build a ``validate`` run)."""
+    try:
+        check = _schema_quick(schema, 0)
+    except Exception:
+        return None
+    if check is None:
+        return None
+
+    def accept(value: object) -> bool:
+        try:
+            return _schema_quick_size_ok(value) and check(value)
+        except Exception:
+            return False
+
+    return accept
+
+
+def _schema_quick_size_ok(value: object) -> bool:
+    """Whether ``value`` is small and shallow enough that ``validate`` checks it without nearing a limit."""
+    return _schema_quick_parts(value, 0) >= 0
+
+
+def _schema_quick_parts(value: object, depth: int) -> int:
+    """How many members ``value`` holds at any depth; -1 past the quick test's limits. Recursive: the
+    depth limit keeps it to a few dozen frames."""
+    if isinstance(value, dict):
+        members: Iterable[object] = value.values()
+    elif isinstance(value, list):
+        members = value
+    else:
+        return 0
+    if depth >= _SCHEMA_QUICK_MAX_DEPTH:
+        return -1
+    parts = len(value)
+    for member in members:
+        if isinstance(member, (dict, list)):
+            inside = _schema_quick_parts(member, depth + 1)
+            if inside < 0:
+                return -1
+            parts += inside
+        if parts > _SCHEMA_QUICK_MAX_PARTS:
+            return -1
+    return parts if parts <= _SCHEMA_QUICK_MAX_PARTS else -1
+
+
+def _schema_quick_accept_all(value: object) -> bool:
+    return True
+
+
+_SCHEMA_QUICK_TYPES: dict[str, "_SchemaAcceptor"] = {
+    "string": lambda value: isinstance(value, str),
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+    "null": lambda value: value is None,
+    "boolean": lambda value: isinstance(value, bool),
+    "number": _schema_is_number,
+    "integer": lambda value: _schema_has_type(value, "integer"),
+}
+
+
+def _schema_quick(schema: object, nesting: int) -> "_SchemaAcceptor | None":
+    """The quick test of one (sub)schema, or None when it uses a keyword outside the quick subset."""
+    if schema is True:
+        return _schema_quick_accept_all
+    if not isinstance(schema, dict) or nesting > _SCHEMA_QUICK_MAX_NESTING or "nullable" in schema:
+        return None
+    checks: list[_SchemaAcceptor] = []
+    for keyword, expected in schema.items():
+        if not isinstance(keyword, str) or keyword not in _SCHEMA_CHECKS:
+            continue  # an annotation: validate ignores it too
+        build = _SCHEMA_QUICK_BUILDERS.get(keyword)
+        check = build(schema, expected, nesting) if build is not None else None
+        if check is None:
+            return None
+        if check is not _schema_quick_accept_all:
+            checks.append(check)
+    if not checks:
+        return _schema_quick_accept_all
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda value: first(value) and second(value)
+    return lambda value: all(check(value) for check in checks)
+
+
+def _schema_quick_type(schema: dict[str, object], expected: object, nesting: int) -> "_SchemaAcceptor | None":
+    if _schema_need_type(expected):
+        return None
+    names = [expected] if isinstance(expected, str) else expected
+    assert isinstance(names, list)
+    tests = [_SCHEMA_QUICK_TYPES[name] for name in names]
+    if len(tests) == 1:
+        return tests[0]
+    return lambda value: any(test(value) for test in tests)
+
+
+def _schema_quick_enum(schema: dict[str, object], expected: object, nesting: int) -> "_SchemaAcceptor | None":
+    if not isinstance(expected, list):
+        return None
+    keys = frozenset(_schema_key(option) for option in expected)
+    return lambda value: _schema_key(value) in keys
+
+
+def _schema_quick_const(schema: dict[str, object], expected: object, nesting: int) -> "_SchemaAcceptor | None":
+    key = _schema_key(expected)
+    return lambda value: _schema_key(value) == key
+
+
+def _schema_quick_required(schema: dict[str, object], expected: object, nesting: int) -> "_SchemaAcceptor | None":
+    if not isinstance(expected, list):
+        return None
+    names = [name for name in expected if isinstance(name, str)]
+    if not names:
+        return _schema_quick_accept_all
+    return lambda value: not isinstance(value, dict) or all(name in value for name in names)
+
+
+def _schema_quick_properties(schema: dict[str, object], expected: object, nesting: int) -> "_SchemaAcceptor | None":
+    if not isinstance(expected, dict):
+        return None
+    members: list[tuple[object, _SchemaAcceptor]] = []
+    for name, subschema in expected.items():
+        check = _schema_quick(subschema, nesting + 1)
+        if check is None:
+            return None
+        if check is not _schema_quick_accept_all:
+            members.append((name, check))
+    if not members:
+        return _schema_quick_accept_all
+
+    def accept(value: object) -> bool:
+        if not isinstance(value, dict):
+            return True
+        return all(check(value[name]) for name, check in members if name in value)
+
+    return accept
+
+
+def _schema_quick_additional_properties(
+    schema: dict[str, object], expected: object, nesting: int
+) -> "_SchemaAcceptor | None":
+    named = schema.get("properties")
+    declared = named if isinstance(named, dict) else {}
+    if expected is False:
+        return lambda value: not isinstance(value, dict) or all(name in declared for name in value)
+    check = _schema_quick(expected, nesting + 1)
+    if check is None or check is _schema_quick_accept_all:
+        return check
+
+    def accept(value: object) -> bool:
+        if not isinstance(value, dict):
+            return True
+        return all(check(member) for name, member in value.items() if name not in declared)
+
+    return accept
+
+
+def _schema_quick_items(schema: dict[str, object], expected: object, nesting: int) -> "_SchemaAcceptor | None":
+    if isinstance(expected, list) or "prefixItems" in schema:
+        return None  # items by position: left to validate
+    check = _schema_quick(expected, nesting + 1)
+    if check is None or check is _schema_quick_accept_all:
+        return check
+    return lambda value: not isinstance(value, list) or all(check(item) for item in value)
+
+
+_SCHEMA_QUICK_BUILDERS: dict[str, Callable[[dict[str, object], object, int], "_SchemaAcceptor | None"]] = {
+    "type": _schema_quick_type,
+    "enum": _schema_quick_enum,
+    "const": _schema_quick_const,
+    "required": _schema_quick_required,
+    "properties": _schema_quick_properties,
+    "additionalProperties": _schema_quick_additional_properties,
+    "items": _schema_quick_items,
 }

@@ -87,10 +87,11 @@ class Stream:
     # ------------------------------------------------------------------ public
 
     def feed(self, chunk: str) -> list[Delta]:
-        try:
-            chunk.encode("utf-8")
-        except UnicodeEncodeError:
-            chunk = self._without_surrogates(chunk)
+        if not chunk.isascii():  # a flag CPython keeps: ASCII text holds no surrogate, at no cost
+            try:
+                chunk.encode("utf-8")
+            except UnicodeEncodeError:
+                chunk = self._without_surrogates(chunk)
         self._fed += len(chunk)
         buf = self._buf
         self._buf = ""
@@ -165,35 +166,26 @@ class Stream:
     def _consume(self, n: int) -> None:
         self._buf = self._buf[n:]
         self._scan_from = 0
-        self._memo.clear()
-        # Positions in reasoning searched already move with the text.
-        self._candidate_scan = max(0, self._candidate_scan - n)
-        self._ender_scan = max(0, self._ender_scan - n)
+        if self._memo:
+            self._memo.clear()
+        # Positions in reasoning searched already move with the text (conditionals: no max() calls
+        # on this path, which runs several times in every parse).
+        if self._candidate_scan:
+            self._candidate_scan = self._candidate_scan - n if self._candidate_scan > n else 0
+        if self._ender_scan:
+            self._ender_scan = self._ender_scan - n if self._ender_scan > n else 0
         if self._waiting_call >= 0:
             self._waiting_call = self._waiting_call - n if self._waiting_call >= n else -1
-        self._retry_length = max(0, self._retry_length - n)
+        if self._retry_length:
+            self._retry_length = self._retry_length - n if self._retry_length > n else 0
 
     def _run(self, final: bool) -> list[Delta]:
         deltas: list[Delta] = []
+        states = _STATES
         while True:
-            before = (self._state, len(self._buf))
-            if self._state == _START:
-                self._start(deltas, final)
-            elif self._state == _REASONING:
-                self._reasoning(deltas, final)
-            elif self._state == _CONTENT:
-                self._content(deltas, final)
-            elif self._state == _SECTION:
-                self._section(deltas, final)
-            elif self._state == _CALL:
-                self._call(deltas, final)
-            elif self._state == _AFTER_CALL:
-                self._after_call(deltas, final)
-            elif self._state == _AFTER_REASONING:
-                self._after_reasoning(final)
-            elif self._state == _ANSWER:
-                self._answer(deltas, final)
-            if (self._state, len(self._buf)) == before:
+            state, length = self._state, len(self._buf)
+            states[state](self, deltas, final)
+            if self._state == state and len(self._buf) == length:
                 break
         return deltas
 
@@ -231,8 +223,8 @@ class Stream:
             # A prompt that opens reasoning, and a model that skips it: the output starts with what
             # follows reasoning (the rest of the turn's prefix, a content wrapper, a call).
             head = skip_ws(self._buf, 0)
-            words = self._after_reasoning_words()
-            if any(self._buf.startswith(word, head) for word in words):
+            words = self._plan.after_reasoning_words
+            if self._buf.startswith(words, head):
                 self._consume(head)
                 self._state = _AFTER_REASONING
                 return
@@ -333,18 +325,7 @@ class Stream:
         if closing:
             self._held_reasoning_ws = ""
 
-    def _after_reasoning_words(self) -> list[str]:
-        shape = self.shape
-        words = []
-        if self._calls is not None and self._calls.trigger.word:
-            words.append(self._calls.trigger.word)
-        if shape.content_open:
-            words.append(shape.content_open[0].text)
-        if shape.reasoning is not None and shape.reasoning.after:
-            words.append(shape.reasoning.after[0].text)
-        return words
-
-    def _after_reasoning(self, final: bool) -> None:
+    def _after_reasoning(self, deltas: list[Delta], final: bool) -> None:
         """What every turn starts with, after a reasoning block (``<|open|>response<|sep|>``)."""
         assert self.shape.reasoning is not None
         rest = self.shape.reasoning.after
@@ -358,11 +339,12 @@ class Stream:
 
     def _content(self, deltas: list[Delta], final: bool) -> None:
         buf = self._buf
-        found = _earliest(buf, self._watch, self._scan_from)
-        json_at = self._json_trigger(buf)
+        found = self._plan.earliest_watched(buf, self._scan_from)
+        # Most formats open calls and answers with markers only: then there is no pattern to search.
+        json_at = self._json_trigger(buf) if self._json_opener is not None else None
         if json_at is not None and (found is None or json_at < found[0]):
             found = (json_at, "")
-        answer_at = self._answer_trigger(buf)
+        answer_at = self._answer_trigger(buf) if self._answer_opener is not None else None
         if answer_at is not None and (found is None or answer_at <= found[0]):
             self._emit_content(deltas, buf[:answer_at])
             self._consume(answer_at)
@@ -381,7 +363,7 @@ class Stream:
             return
         if found is None:
             keep = 0 if final else _partial_suffix(buf, self._watch)
-            json_pending = not final and self._json_trigger_pending(buf)
+            json_pending = not final and self._fences and self._json_trigger_pending(buf)
             if json_pending:
                 keep = max(keep, len(buf) - buf.rfind("{"))
             text = buf[: len(buf) - keep]
@@ -395,7 +377,7 @@ class Stream:
             self._scan_from = 0 if json_pending else max(0, len(self._buf) - self._longest)
             return
         at, word = found
-        pending = None if final else _pending_start(buf, self._watch, at)
+        pending = None if final else _pending_start(buf, self._watch, at, self._longest)
         if pending is not None:
             # A longer marker may be starting before this one (``[TOOL_CALLS][`` around ``]``): wait.
             if pending:
@@ -696,15 +678,17 @@ class Stream:
         """Cheap test before a full match: the text that ends a call has arrived."""
         text = self._call_ender
         if text:
-            found = self._buf.find(text, max(self._call_start, self._scan_from))
-            self._scan_from = max(self._call_start, len(self._buf) - len(text))
+            start, scanned = self._call_start, self._scan_from
+            found = self._buf.find(text, scanned if scanned > start else start)
+            scanned = len(self._buf) - len(text)
+            self._scan_from = scanned if scanned > start else start
             return found != -1
         return self._buf.rstrip().endswith(tuple(_MAY_END_A_CALL)) or (
             len(self._buf) - self._call_start > 0 and self._buf[-1:] in _MAY_END_A_CALL + "\n"
         )
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
-        if self._close_fence(final) is NEED:
+        if self._fenced and self._close_fence(final) is NEED:
             return
         calls = self._calls
         if calls is None:  # after an answer object, in a shape without calls
@@ -838,6 +822,19 @@ class Stream:
         self._emit(deltas, Delta(error=error))
 
 
+# Each state's step, in the order of the state numbers (a table: the loop runs several times a parse).
+_STATES = (
+    Stream._start,
+    Stream._reasoning,
+    Stream._content,
+    Stream._section,
+    Stream._call,
+    Stream._after_call,
+    Stream._after_reasoning,
+    Stream._answer,
+)
+
+
 def turn_end_before_stop(shape: OutputShape) -> str:
     """The text the template writes to close a turn before its stop, less whitespace ("" when none)."""
     written = "".join(marker.written for marker in shape.end)
@@ -881,12 +878,14 @@ class _Plan:
         self.turn_end = turn_end_before_stop(shape)
         self.watch = self._content_markers(shape)
         self.longest = max((len(word) for word in self.watch), default=1)
+        self._watched = words_search(self.watch)
         self.reasoning_watch: list[str] = []
         if shape.reasoning:
             self.reasoning_watch = [shape.reasoning.close[0].text]
             if calls is not None and calls.trigger.word:
                 self.reasoning_watch.append(calls.trigger.word)
         self.reasoning_longest = max((len(word) for word in self.reasoning_watch), default=1)
+        self.after_reasoning_words = self._after_reasoning_words(shape)
         # The words a call opens with, which an output cut short may end inside.
         self.call_words = (
             [
@@ -905,6 +904,24 @@ class _Plan:
         if self.json_opener is not None or self.answer_opener is not None:
             firsts.add("{")
         self._marker_start = re.compile("[" + "".join(re.escape(c) for c in sorted(firsts)) + "]") if firsts else None
+
+    @staticmethod
+    def _after_reasoning_words(shape: OutputShape) -> tuple[str, ...]:
+        """What may follow a reasoning block the model skipped: a call, a content wrapper, the rest of
+        the turn's prefix (a tuple, for one ``startswith``)."""
+        words = []
+        if shape.calls is not None and shape.calls.trigger.word:
+            words.append(shape.calls.trigger.word)
+        if shape.content_open:
+            words.append(shape.content_open[0].text)
+        if shape.reasoning is not None and shape.reasoning.after:
+            words.append(shape.reasoning.after[0].text)
+        return tuple(words)
+
+    def earliest_watched(self, buf: str, start: int) -> tuple[int, str] | None:
+        """Where the first watched word from ``start`` stands, and which (the longest of those there)."""
+        m = self._watched.search(buf, start) if self._watched is not None else None
+        return (m.start(), m.group()) if m else None
 
     def may_start_marker(self, text: str) -> bool:
         return self._marker_start is not None and self._marker_start.search(text) is not None
@@ -933,6 +950,13 @@ class _Plan:
         if self.fences:
             watch.append(_FENCE)
         return [word for word in dict.fromkeys(watch) if word]
+
+
+def words_search(words: list[str]) -> re.Pattern[str] | None:
+    """One search for several words: it finds the leftmost, and of those standing there the longest
+    (regex alternatives are tried in order, so the longest come first). None for no words."""
+    by_length = sorted((word for word in words if word), key=len, reverse=True)
+    return re.compile("|".join(re.escape(word) for word in by_length)) if by_length else None
 
 
 def _may_open_member(tail: str, key: str) -> bool:
@@ -1026,18 +1050,10 @@ def _wordy(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
 
 
-def _earliest(buf: str, words: list[str], start: int) -> tuple[int, str] | None:
-    best: tuple[int, str] | None = None
-    for word in words:
-        at = buf.find(word, start)
-        if at != -1 and (best is None or at < best[0] or (at == best[0] and len(word) > len(best[1]))):
-            best = (at, word)
-    return best
-
-
-def _pending_start(buf: str, words: list[str], at: int) -> int | None:
-    """Where a watched word may be starting at or before ``at`` and run past the end of ``buf``."""
-    for start in range(max(0, len(buf) - max(len(w) for w in words) + 1), at + 1):
+def _pending_start(buf: str, words: list[str], at: int, longest: int) -> int | None:
+    """Where a watched word may be starting at or before ``at`` and run past the end of ``buf``;
+    ``longest``: the length of the longest word."""
+    for start in range(max(0, len(buf) - longest + 1), at + 1):
         tail = buf[start:]
         if any(len(w) > len(tail) and w.startswith(tail) for w in words):
             return start

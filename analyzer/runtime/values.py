@@ -106,7 +106,9 @@ def decode(text: str, *, python: bool = False) -> Any:
     Python literals become JSON values (bytes as text, tuples and sets as lists, keys as strings);
     what has no JSON value (a complex number, a value nested too deeply) is ``Undecodable``."""
     try:
-        return _shallow(json.loads(text))
+        value = json.loads(text)
+        # Nesting past _MAX_DEPTH takes more brackets than a shorter text holds.
+        return value if len(text) <= _MAX_DEPTH else _shallow(value)
     except _UNDECODABLE:
         pass
     try:
@@ -142,13 +144,16 @@ def strict_object(text: str) -> bool:
     if not text.lstrip().startswith("{"):
         return False
     try:
-        return isinstance(_shallow(json.loads(text, parse_constant=_refuse_constant)), dict)
+        return isinstance(_shallow(_STRICT_JSON.decode(text)), dict)  # json.loads, less a decoder per call
     except _UNDECODABLE:
         return False
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not strict JSON")
+
+
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def _as_json(value: Any, depth: int) -> Any:
@@ -178,10 +183,14 @@ def _json_key(key: Any) -> str:
     raise ValueError(f"a {type(key).__name__} key has no JSON value")
 
 
+# What json.dumps(value, ensure_ascii=False, allow_nan=False) builds for every call, built once.
+_JSON_WRITER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def json_text(value: Any) -> str:
     """Strict JSON text for a value: no NaN or Infinity (see ``finite``), and a lone surrogate kept as
     its escape, so the text always encodes as UTF-8."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    text = _JSON_WRITER.encode(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -189,9 +198,14 @@ def json_text(value: Any) -> str:
     return text
 
 
+_FLAT_JSON = frozenset((str, int, bool, type(None)))
+
+
 def finite(value: Any, path: tuple[str | int, ...] = ()) -> tuple[Any, list[tuple[tuple[str | int, ...], str]]]:
     """``value`` with every number JSON cannot hold (NaN, Infinity, 1e999) replaced by its text, and
     where each was: nothing the model wrote is lost, and the arguments stay strict JSON."""
+    if type(value) is dict and all(type(item) in _FLAT_JSON for item in value.values()):
+        return value, []  # flat arguments without a float, as most are: nothing to replace
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         text = "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
         return text, [(path, text)]
@@ -215,7 +229,7 @@ def finite(value: Any, path: tuple[str | int, ...] = ()) -> tuple[Any, list[tupl
 def readable(text: str) -> str:
     """Text with each lone surrogate (from a ``\\ud800`` escape) replaced by U+FFFD: names and ids
     must encode as UTF-8."""
-    return _SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def decode_arguments(text: str, encoding: str) -> dict[str, Any]:

@@ -1281,3 +1281,119 @@ def test_module_imports_and_names() -> None:
             defined |= {target.id for target in node.targets if isinstance(target, ast.Name)}
     generic = sorted(name for name in defined - {"validate", "schema_problem"} if "schema" not in name.lower())
     assert generic == []
+
+
+# --------------------------------------------------------------------------- the quick acceptance test
+
+# A parser checks every call against its tool's schema through a test built once per schema
+# (``schema_acceptor``), which must say "valid" exactly when ``validate`` finds nothing.
+
+
+@functools.cache
+def quick_schemas(depth: int) -> st.SearchStrategy:
+    """Schemas inside the quick subset (and a few just outside it: false, nullable, a bound), beside
+    annotations, nested through properties, additionalProperties and items."""
+    leaf = optional(
+        type=st.sampled_from(TYPES) | st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True),
+        enum=st.lists(small_values, min_size=1, max_size=4),
+        const=small_values,
+        description=st.just("a note"),
+        default=small_values,
+        nullable=st.just(True),
+        minimum=st.sampled_from(LIMITS),
+    ).filter(lambda schema: len(schema) <= 3)
+    if depth == 0:
+        return st.one_of(st.booleans(), leaf, leaf, leaf)
+    sub = quick_schemas(depth - 1)
+    names = st.sampled_from(NAMES)
+    objects = st.fixed_dictionaries(
+        {"properties": st.dictionaries(names, sub, max_size=3)},
+        optional={
+            "type": st.just("object"),
+            "required": st.lists(names, max_size=3, unique=True),
+            "additionalProperties": st.booleans() | sub,
+            "title": st.just("T"),
+        },
+    )
+    arrays = st.fixed_dictionaries({"items": sub}, optional={"type": st.just("array")})
+    return st.one_of(st.booleans(), leaf, objects, objects, objects, arrays, arrays)
+
+
+def _same_verdict(schema: object, value: object) -> bool | None:
+    """Whether the quick test agrees with ``validate``; None when the schema has no quick test."""
+    accept = schema_module.schema_acceptor(schema)
+    if accept is None:
+        return None
+    return accept(value) == (validate(schema, value) == [])
+
+
+def test_quick_acceptance_agrees_with_validate_on_drawn_schemas() -> None:
+    outcomes: collections.Counter[str] = collections.Counter()
+
+    @settings(max_examples=2000, **PROPERTY_SETTINGS)
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        schema = data.draw(quick_schemas(2) | DOCUMENTS, label="schema")
+        assume(schema_problem(schema) == "")
+        value = data.draw(near(schema, schema), label="value")
+        same = _same_verdict(schema, value)
+        assert same is not False, f"validate says {validate(schema, value)}"
+        if same is None:
+            outcomes["no quick test"] += 1
+        else:
+            outcomes["valid" if validate(schema, value) == [] else "invalid"] += 1
+
+    check()
+    # Both verdicts common, and schemas outside the subset met too, or the comparison says little.
+    assert outcomes["valid"] >= 400 and outcomes["invalid"] >= 200 and outcomes["no quick test"] >= 300, outcomes
+
+
+def test_quick_acceptance_agrees_with_validate_on_the_tables() -> None:
+    compared = 0
+    for schema, value, *_ in CASES:
+        same = _same_verdict(schema, value)
+        assert same is not False, (schema, value)
+        compared += same is not None
+    values = [None, True, 0, 2.0, 1.5, "", "Paris", [], [1, "a"], {}, {"location": "Paris", "unit": "kelvin"}]
+    for schema in GOOD_SCHEMAS:
+        for value in values:
+            same = _same_verdict(schema, value)
+            assert same is not False, (schema, value)
+            compared += same is not None
+    assert compared >= 80, compared
+
+
+def test_quick_acceptance_covers_tool_schemas_and_leaves_the_rest() -> None:
+    tool = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Where"},
+            "mode": {"type": "string", "enum": ["create", "append"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "options": {"type": "object", "additionalProperties": True},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+    accept = schema_module.schema_acceptor(tool)
+    assert accept is not None
+    assert accept({"path": "a", "mode": "append", "tags": ["x"], "options": {"k": [1]}})
+    assert not accept({"path": "a", "mode": "overwrite"})
+    assert not accept({"mode": "append"})
+    assert not accept({"path": "a", "extra": 1})
+    for outside in (WEATHER, PYDANTIC, LEGACY_TOOL, TREE, False, {"type": "string", "nullable": True}):
+        assert schema_module.schema_acceptor(outside) is None, outside
+
+
+def test_quick_acceptance_leaves_large_values_to_validate() -> None:
+    """Values near validate's size limits are never accepted quickly: validate refuses some of them."""
+    schema = {"type": "object", "properties": {"filters": {"type": "object", "additionalProperties": True}}}
+    accept = schema_module.schema_acceptor(schema)
+    assert accept is not None
+    deep: object = 1
+    for _ in range(150):
+        deep = {"a": deep}
+    assert not accept({"filters": deep})
+    assert [v.keyword for v in validate(schema, {"filters": deep})] == ["depth"]
+    assert not accept({"filters": {str(k): k for k in range(20_000)}})
+    assert accept({"filters": {str(k): k for k in range(100)}})
