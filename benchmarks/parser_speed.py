@@ -99,7 +99,8 @@ def streamed(parser: Parser, text: str, size: int) -> None:
 
 def adversarial(size: int) -> dict[str, tuple[str, str]]:
     """Shapes that were quadratic: one long bare-JSON call, the same cut short with text after it, a
-    long call cut short, and reasoning that keeps mentioning the word calls start with."""
+    long call cut short, reasoning that keeps mentioning the word calls start with, and many short
+    calls in one output (each one read used to copy the rest of the buffer)."""
     return {
         "long bare JSON call": (
             "meta-llama-Llama-3.1-8B-Instruct",
@@ -120,6 +121,10 @@ def adversarial(size: int) -> dict[str, tuple[str, str]]:
         "reasoning naming a call": (
             "openai-gpt-oss-120b",
             "<|channel|>analysis<|message|>" + "I will call to=functions.search maybe. " * (size // 40) + "<|end|>",
+        ),
+        "thousands of short calls": (
+            "Qwen-Qwen2.5-7B-Instruct",
+            '<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call>\n' * max(1, size // 73),
         ),
     }
 

@@ -28,6 +28,7 @@ _FENCE = "```"
 _FENCE_OPENING = re.compile(r"```[\w-]*[ \t]*(?:\r?\n)?\s*")
 # The last character of a call that has no closing text of its own (a JSON or Python value's end).
 _MAY_END_A_CALL = '}])"'
+_PIECE = 4096  # the most text fed to the state machine at once
 _PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once more text comes
 
 
@@ -87,6 +88,16 @@ class Stream:
     # ------------------------------------------------------------------ public
 
     def feed(self, chunk: str) -> list[Delta]:
+        if len(chunk) > _PIECE:
+            # Read in pieces: what is read is cut off the front of the buffer, a copy of what remains,
+            # so a buffer kept short keeps a long output (a million calls) linear.
+            deltas: list[Delta] = []
+            for at in range(0, len(chunk), _PIECE):
+                deltas += self._feed_piece(chunk[at : at + _PIECE])
+            return deltas
+        return self._feed_piece(chunk)
+
+    def _feed_piece(self, chunk: str) -> list[Delta]:
         if not chunk.isascii():  # a flag CPython keeps: ASCII text holds no surrogate, at no cost
             try:
                 chunk.encode("utf-8")
