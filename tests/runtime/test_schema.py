@@ -463,7 +463,10 @@ def test_schema_problem_agrees_with_check_schema() -> None:
 
     check()
     print(f"\nschema_problem vs check_schema: {dict(outcomes)}")
-    assert outcomes["usable"] >= 50 and outcomes["refused"] >= 150, outcomes
+    # Both verdicts must be common, or the comparison says little. The draws differ between this test
+    # alone and the whole suite (171 and 145 refusals of 400 seen, derandomized all the same: state
+    # that earlier tests leave in hypothesis), so the bar leaves room below both.
+    assert outcomes["usable"] >= 50 and outcomes["refused"] >= 100, outcomes
 
 
 def _subschemas(schema: dict) -> Iterator[dict]:
