@@ -218,7 +218,10 @@ class CallMatcher:
                 if end == len(text) and not final:
                     return NEED  # the name may go on
                 return _named(result, name, end)
-        if not final and any(written.startswith(text[i:]) for written, _ in written_names):
+        rest = len(text) - i
+        if not final and any(
+            rest < len(written) and text.startswith(written[:rest], i) for written, _ in written_names
+        ):
             return NEED  # a declared name cut short: read as undeclared, it would end at its quote
         step = read_name(text, i, final, self._name_ends.get(id(part), following), part.escapes)
         if isinstance(step, int):

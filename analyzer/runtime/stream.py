@@ -694,9 +694,14 @@ class Stream:
             scanned = len(self._buf) - len(text)
             self._scan_from = scanned if scanned > start else start
             return found != -1
-        return self._buf.rstrip().endswith(tuple(_MAY_END_A_CALL)) or (
-            len(self._buf) - self._call_start > 0 and self._buf[-1:] in _MAY_END_A_CALL + "\n"
-        )
+        buf = self._buf
+        if len(buf) > self._call_start and buf[-1] == "\n":
+            return True
+        # The last character that is not whitespace, found from the end (rstrip would copy the buffer).
+        at = len(buf) - 1
+        while at >= 0 and buf[at].isspace():
+            at -= 1
+        return at >= 0 and buf[at] in _MAY_END_A_CALL
 
     def _after_call(self, deltas: list[Delta], final: bool) -> None:
         if self._fenced and self._close_fence(final) is NEED:

@@ -23,8 +23,8 @@ from analyzer.lower import calls_shape, output_shape
 from analyzer.runtime.shape import JsonArgs, Marker, Name
 
 # Corpus checks llama.cpp's validator refuses though llguidance takes them, by check and template, with
-# the reason; joined with the XFAIL both engines share. (The one disagreement known runs the other way:
-# keywords-Kimi-K3, refused only by llguidance's greedy lexer; see KNOWN in test_schema_keywords.py.)
+# the reason; joined with the XFAIL both engines share. (The one disagreement seen ran the other way:
+# Kimi-K3's null argument, refused only by llguidance's greedy lexer, gone since its form is read right.)
 LLAMA_XFAIL: dict[tuple[str, str], str] = {}
 
 
