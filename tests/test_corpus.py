@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -73,6 +74,21 @@ def test_manifest_matches_files(corpus_dir: Path, corpus_paths: list[Path]) -> N
     assert set(manifest) == {path.name for path in corpus_paths}
     for path in corpus_paths:
         assert hashlib.sha256(path.read_bytes()).hexdigest() == manifest[path.name], path.name
+
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def test_committed_manifest_is_the_corpus(corpus_dir: Path) -> None:
+    """templates/corpus-manifest.json is the reviewed list of the corpus: the pin the code fetches and
+    each template's hash, as extraction records them; golden/ holds one description per template."""
+    committed = json.loads((REPOSITORY / "templates" / "corpus-manifest.json").read_text(encoding="utf-8"))
+    assert (committed["package"], committed["version"]) == (corpus.CORPUS_PACKAGE, corpus.CORPUS_VERSION)
+    assert (committed["sdist"], committed["sdist_sha256"]) == (corpus.SDIST_NAME, corpus.SDIST_SHA256)
+    assert len(committed["files"]) == corpus.TEMPLATE_COUNT
+    assert committed["files"] == corpus.read_manifest(corpus_dir)
+    golden_names = {path.stem for path in (REPOSITORY / "golden").glob("*.json")}
+    assert golden_names == {Path(name).stem for name in committed["files"]}
 
 
 def test_every_corpus_template_loads(corpus_paths: list[Path]) -> None:

@@ -1,6 +1,6 @@
 """Raw values in a Python-call format whose template writes strings unquoted, with nothing after them.
 
-No corpus template writes ``f(path=notes/a.txt, n=2)``, so this one is ours (tests/templates/). Its
+No corpus template writes ``f(path=notes/a.txt, n=2)``, so this one is ours (templates/). Its
 strings end where the next argument or the call does: the parser must read one up to the next declared
 argument's key or the call's closer (a comma, a ``=``, a ``)`` or a newline inside it stays its own),
 streamed as in one piece; the grammar must still hold the schema there (an enum is one of its values).
@@ -25,7 +25,7 @@ from analyzer.lower import lower
 from analyzer.render.engines import CompiledTemplate, compile_template
 from analyzer.template import Template
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "python-call-raw-strings.jinja"
+TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "python-call-raw-strings.jinja"
 TOOLS = [
     {
         "type": "function",
