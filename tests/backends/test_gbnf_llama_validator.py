@@ -10,10 +10,10 @@ they fail."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from helpers.built import required_binary
 from helpers.gbnf_check import GrammarError
 from helpers.grammar import CORPUS_CHECKS, XFAIL, Expectation, case, params, tool
 from helpers.llama_gbnf import LlamaValidator, validator_binary
@@ -30,12 +30,9 @@ LLAMA_XFAIL: dict[tuple[str, str], str] = {}
 
 @pytest.fixture(scope="module")
 def validator() -> Path:
-    binary = validator_binary()
-    if binary is None or not binary.exists():
-        if os.environ.get("TEMPLATE_ANALYZER_REQUIRE_LLAMA_SERVER") == "1":
-            pytest.fail("llama.cpp's test-gbnf-validator is required but missing: run .ci/build-llama-server")
-        pytest.skip("no test-gbnf-validator (run .ci/build-llama-server, or set LLAMA_GBNF_VALIDATOR)")
-    return binary
+    return required_binary(
+        validator_binary(), "llama.cpp's test-gbnf-validator", "run .ci/build-llama-server, or set LLAMA_GBNF_VALIDATOR"
+    )
 
 
 def check_expectations(binary: Path, folder: Path, expectations: list[Expectation]) -> None:

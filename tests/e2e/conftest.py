@@ -6,7 +6,6 @@ listed in pytest's terminal summary, so a CI log shows them."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,16 +26,12 @@ from tests.e2e.server import (
     vocab_gguf,
 )
 from tests.e2e.tiny_model import build_model
+from tests.helpers.built import required_binary
 
 
 @pytest.fixture(scope="session")
 def server_binary() -> Path:
-    binary = llama_server_binary()
-    if binary is None or not binary.exists():
-        if os.environ.get("TEMPLATE_ANALYZER_REQUIRE_LLAMA_SERVER") == "1":
-            pytest.fail("llama-server is required but missing: run .ci/build-llama-server")
-        pytest.skip("no llama-server binary (run .ci/build-llama-server)")
-    return binary
+    return required_binary(llama_server_binary(), "llama-server", "run .ci/build-llama-server")
 
 
 @pytest.fixture(scope="session", params=FAMILIES)
