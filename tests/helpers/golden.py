@@ -66,10 +66,14 @@ def assistant_output(
     messages: list[dict[str, Any]],
     turn: dict[str, Any],
     tools: list[dict[str, Any]],
+    thinking: bool | None = None,
 ) -> str:
     """What the model writes for ``turn`` after ``messages``: the history render past the point where
-    the generation prompt ends (the way a server sees the model's output). Render errors propagate."""
-    extra = {name: "" for name in description.bound_variables}
+    the generation prompt ends (the way a server sees the model's output). Render errors propagate.
+    ``thinking``: the ``enable_thinking`` both renders get (None: the template's default)."""
+    extra: dict[str, Any] = {name: "" for name in description.bound_variables}
+    if thinking is not None:
+        extra["enable_thinking"] = thinking
     prompt = compiled.render(messages, tools=tools, add_generation_prompt=True, extra=extra)
     full = compiled.render([*messages, turn], tools=tools, extra=extra)
     return full[Session.cut(prompt, full) :]

@@ -155,19 +155,13 @@ def turn_end(shape: OutputShape, output: str, after: int) -> int:
 # =========================================================================== the corpus checks
 
 
-_CUT_INSIDE_A_CLOSED_BLOCK = (
-    "not a model's output: the prompt ends with an empty reasoning block (its open marker and close), and the "
-    "history writes the block with the same open marker, so the render cut where the prompt ends starts inside "
-    "a block that no model can write after that prompt"
-)
 _REASONING_KNOWN = {
     "Apriel-1.6-15b-Thinker-fixed": "description defect: the reasoning open marker is read as the assistant header "
     "<|begin_assistant|>, which the prompt writes (with 'Here are my reasoning steps:'), while the shape says the "
     "prompt does not open the block, so the output starts inside a block the grammar waits to see opened",
-    "CohereForAI-c4ai-command-r7b-12-2024-tool_use": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "google-gemma-4-31B-it": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "google-gemma-4-31B-it-interleaved": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "tencent-Hy3": _CUT_INSIDE_A_CLOSED_BLOCK,
+    "tencent-Hy3": "the prompt ends with an empty reasoning block unless reasoning_effort is 'low' or 'high': "
+    "the analysis probes enable_thinking only, so it finds no toggle, the test renders the default prompt, and the "
+    "render cut there starts inside a block no model can write after that prompt",
     "muse-glimmer": "the reasoning close is read as <|eom|><|start|>assistant and the call's header ' to=NAME' "
     "follows it, which the eager grammar's reasoning path does not take (flexible neither)",
 }
@@ -287,19 +281,21 @@ def with_reasoning() -> list[str]:
 def reasoning_then_a_call(c: Case) -> list[Expectation]:
     """A call turn with reasoning, as the template writes it, from the output's start to the end of the turn,
     under the exact default (the whitespace between the block's close and the calls is bounded there: the
-    shape does not hold it)."""
+    shape does not hold it). Thinking is on where the template has a toggle: a model reasons when asked to,
+    and a prompt rendered with thinking off may already close the block."""
     reasoning = c.description.reasoning
     assert isinstance(reasoning, Reasoning)
+    thinking = True if isinstance(reasoning.toggle, str) else None
     turn = {
         "role": "assistant",
         "content": c.description.input_form.content_with_calls,
         reasoning.field: "Plan it.",
         "tool_calls": tool_calls(c.description, [WEATHER]),
     }
-    output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS)
+    output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS, thinking)
     assert "Plan it." in output
     _, end = turn_span(c.shape, output, 1)
-    grammar = to_grammar(c.shape, TOOLS, tool_choice="required")
+    grammar = to_grammar(c.shape, TOOLS, tool_choice="required", thinking=thinking)
     assert grammar is not None
     return [Expectation(grammar.text, output[:end], True, "reasoning then a call, from the output's start")]
 
