@@ -161,9 +161,6 @@ _CUT_INSIDE_A_CLOSED_BLOCK = (
     "a block that no model can write after that prompt"
 )
 _REASONING_KNOWN = {
-    "Apriel-1.6-15b-Thinker-fixed": "description defect: the reasoning open marker is read as the assistant header "
-    "<|begin_assistant|>, which the prompt writes (with 'Here are my reasoning steps:'), while the shape says the "
-    "prompt does not open the block, so the output starts inside a block the grammar waits to see opened",
     "CohereForAI-c4ai-command-r7b-12-2024-tool_use": _CUT_INSIDE_A_CLOSED_BLOCK,
     "google-gemma-4-31B-it": _CUT_INSIDE_A_CLOSED_BLOCK,
     "google-gemma-4-31B-it-interleaved": _CUT_INSIDE_A_CLOSED_BLOCK,
