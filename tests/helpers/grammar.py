@@ -165,8 +165,6 @@ _REASONING_KNOWN = {
     "google-gemma-4-31B-it": _CUT_INSIDE_A_CLOSED_BLOCK,
     "google-gemma-4-31B-it-interleaved": _CUT_INSIDE_A_CLOSED_BLOCK,
     "tencent-Hy3": _CUT_INSIDE_A_CLOSED_BLOCK,
-    "muse-glimmer": "the reasoning close is read as <|eom|><|start|>assistant and the call's header ' to=NAME' "
-    "follows it, which the eager grammar's reasoning path does not take (flexible neither)",
 }
 
 # Corpus checks whose renders the grammar cannot take, by check and template, with the reason. Every
@@ -281,24 +279,33 @@ def with_reasoning() -> list[str]:
     ]
 
 
-def reasoning_then_a_call(c: Case) -> list[Expectation]:
-    """A call turn with reasoning, as the template writes it, from the output's start to the end of the turn,
-    under the exact default (the whitespace between the block's close and the calls is bounded there: the
-    shape does not hold it)."""
+PLAN = "Plan it."
+
+
+def reasoning_then_a_call_output(c: Case) -> str:
+    """A call turn with reasoning (``PLAN``), as the template writes it, from the output's start to the
+    end of the turn."""
     reasoning = c.description.reasoning
     assert isinstance(reasoning, Reasoning)
     turn = {
         "role": "assistant",
         "content": c.description.input_form.content_with_calls,
-        reasoning.field: "Plan it.",
+        reasoning.field: PLAN,
         "tool_calls": tool_calls(c.description, [WEATHER]),
     }
     output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS)
-    assert "Plan it." in output
+    assert PLAN in output
     _, end = turn_span(c.shape, output, 1)
+    return output[:end]
+
+
+def reasoning_then_a_call(c: Case) -> list[Expectation]:
+    """``reasoning_then_a_call_output``, under the exact default (the whitespace between the block's close
+    and the calls is bounded there: the shape does not hold it)."""
     grammar = to_grammar(c.shape, TOOLS, tool_choice="required")
     assert grammar is not None
-    return [Expectation(grammar.text, output[:end], True, "reasoning then a call, from the output's start")]
+    text = reasoning_then_a_call_output(c)
+    return [Expectation(grammar.text, text, True, "reasoning then a call, from the output's start")]
 
 
 # Named as the test tool ``calls_span`` finds calls that open with their name by.
