@@ -294,11 +294,19 @@ def reasoning_shape(
     toggle: bool = False,
     opened_when_thinking: bool = False,
     prefix: Markers = (),
+    generation_prompt: str = "",
 ) -> ReasoningShape:
     """``prefix``: what every turn starts with; where it starts with the close marker (an empty block),
-    the rest of it is what follows a reasoning block."""
+    the rest of it is what follows a reasoning block. Where the close marker ends with the header the
+    generation prompt writes, the block is a message of its own and its close opens the next one
+    (``<|eom|><|start|>assistant``): what follows it is what follows the prompt, the whole prefix."""
     written, closing = "".join(m.text for m in prefix), "".join(m.text for m in close)
-    after = split_markers(written[len(closing) :]) if closing and written.startswith(closing) else ()
+    header = "".join(generation_prompt.split())  # as markers are joined, without their whitespace
+    after: Markers = ()
+    if closing and written.startswith(closing):
+        after = split_markers(written[len(closing) :])
+    elif header and closing.endswith(header):
+        after = prefix
     return ReasoningShape(open_markers, close, forced_open, toggle, opened_when_thinking, after)
 
 
@@ -361,6 +369,7 @@ def lower(description: FormatDescription) -> OutputShape:
                 toggle=not isinstance(r.toggle, Unknown),
                 opened_when_thinking=r.opened_when_thinking,
                 prefix=prefix,
+                generation_prompt=turn.generation_prompt if isinstance(turn.generation_prompt, str) else "",
             )
     calls = None
     id_form = ID_FORMS["openai"]

@@ -375,7 +375,9 @@ class _Builder:
         """From the first byte of the output: what every turn starts with (the shape's prefix) and a
         reasoning block, each optional, then the calls. When the prompt opened reasoning, the output
         starts inside it, and the prefix is what follows its close marker (Kimi-K3: the close, then
-        ``<|open|>response<|sep|>``). ``lead``: the whitespace the template writes before the calls.
+        ``<|open|>response<|sep|>``). A block that is a message of its own is followed by the next
+        message's prefix (muse-glimmer: `` to=`` after ``<|eom|><|start|>assistant``). ``lead``: the
+        whitespace the template writes before the calls.
 
         Exact: each with the whitespace the template writes around it; flexible: bounded whitespace
         around each."""
@@ -388,9 +390,10 @@ class _Builder:
             if switched_off:
                 return seq(ws, written_first, section)
             assert reasoning is not None
-            if not reasoning.opened_by_prompt(self.thinking):
-                return seq(ws, written_first, optional(seq(self.reasoning(), ws)), section)
             rest = self.join(self.markers(reasoning.after)).expr
+            if not reasoning.opened_by_prompt(self.thinking):
+                closed = seq(self.reasoning(), ws, seq(rest, ws) if rest else "")
+                return seq(ws, written_first, optional(closed), section)
             reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
             return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
 
@@ -413,9 +416,11 @@ class _Builder:
             return seq(start, space(lead), section)
         assert reasoning is not None
         close_trail = reasoning.close[-1].trail if reasoning.close else ""
-        if not reasoning.opened_by_prompt(self.thinking):
-            return seq(start, before_calls(_Piece(self.reasoning(), trail=close_trail)), section)
         after = self.join(self.markers(reasoning.after))
+        if not reasoning.opened_by_prompt(self.thinking):
+            # What follows the block (the next message's prefix, where the block is a message of its own).
+            block = self.join([_Piece(self.reasoning(), trail=close_trail), after])
+            return seq(start, before_calls(block), section)
         block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
         if not after.expr:
             return seq(before_calls(block), section)

@@ -160,6 +160,19 @@ def _ends_with_value(part: Part) -> str:
     return ""
 
 
+def _prompt_text_in_block(shape: OutputShape) -> str:
+    """The text the generation prompt writes inside the block it opens, after the open marker
+    (Apriel: "Here are my reasoning steps:"), whitespace around it left out; "" when none."""
+    reasoning, prompt = shape.reasoning, shape.generation_prompt
+    if reasoning is None or not reasoning.forced_open or reasoning.open[0].text not in prompt:
+        return ""
+    rest = prompt[prompt.rindex(reasoning.open[0].text) + len(reasoning.open[0].text) :]
+    for marker in reasoning.open[1:]:
+        rest = rest.lstrip()
+        rest = rest[len(marker.text) :] if rest.startswith(marker.text) else rest
+    return rest.strip()
+
+
 # --------------------------------------------------------------------------- the builder
 
 
@@ -167,6 +180,7 @@ class _Builder:
     def __init__(self, shape: OutputShape) -> None:
         self.shape = shape
         self.left_out: list[LeftOut] = []
+        self.prompt_text_in_block = _prompt_text_in_block(shape)
         self.anchor, self.remainder = self._start_anchor()
 
     def unsupported(self, part: str, reason: str) -> None:
@@ -202,14 +216,20 @@ class _Builder:
         written = shape.generation_prompt
         opener = reasoning.open[0].text if reasoning is not None else ""
         remainder = False
+        from_opener = ""
         if reasoning is not None and reasoning.forced_open and opener in written:
-            written = written[: written.rindex(opener)]
+            at = written.rindex(opener)
+            written, from_opener = written[:at], written[at:]
             remainder = True
         options = [re.escape(written) if written else r"\Z"]
+        if self.prompt_text_in_block:
+            # The prompt goes on past the opener, where its start may recur ("\n"): only the start
+            # right before the opener and the rest of the prompt will do.
+            options = [rf"{re.escape(written)}(?={re.escape(from_opener)}\Z)"]
         if reasoning is not None and reasoning.toggle and reasoning.opened_when_thinking and not reasoning.forced_open:
             options.append(rf"(?={_flex(reasoning.open)}\s*\Z)")
             remainder = True
-        if len(options) == 1 and written:
+        if options == [re.escape(written)] and written:
             return {"start_anchor": written}, remainder
         return {"start_anchor_pattern": "|".join(options)}, remainder
 
@@ -228,6 +248,10 @@ class _Builder:
             closers.append(rf"(?=\s*{_flex(self.shape.content_open)})")
         single = reasoning.open[0].text if len(reasoning.open) == 1 else None
         opening = _delimiter("open", _flex(reasoning.open), single)
+        if self.prompt_text_in_block:
+            # The prompt's words after the opener are not the model's reasoning.
+            words = rf"(?:\s*{re.escape(self.prompt_text_in_block)})?"
+            opening = {"open_pattern": _flex(reasoning.open) + words}
         return {**opening, "close_pattern": _either(closers), "content": "text"}
 
     def turn_end(self) -> str:

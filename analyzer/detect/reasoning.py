@@ -171,8 +171,7 @@ def _markers(
     if isinstance(prompt, str) and prompt.strip() and rest.startswith(prompt):
         # Reasoning is a message of its own: the model opens the next one with the same header.
         after += prompt
-    # The model's output starts inside the block when the generation prompt wrote the open marker.
-    forced_open = isinstance(prompt, str) and bool(before.strip()) and prompt.rstrip().endswith(before.strip())
+    forced_open = isinstance(prompt, str) and _prompt_opens(prompt, before, after)
     if not before.strip() and not after.strip():
         return Unknown("reasoning is written with no markers around it")
 
@@ -185,7 +184,7 @@ def _markers(
     opened_when_thinking = forced_open
     if toggle == "enable_thinking" and before.strip():
         on = session.prompt(extra={"enable_thinking": True})
-        opened_when_thinking = isinstance(on, str) and on.rstrip().endswith(before.strip())
+        opened_when_thinking = isinstance(on, str) and _prompt_opens(on, before, after)
     return Reasoning(
         open=before,
         close=after,
@@ -196,6 +195,18 @@ def _markers(
         scope=scope,
         opened_when_thinking=opened_when_thinking,
     )
+
+
+def _prompt_opens(prompt: str, open_marker: str, close: str) -> bool:
+    """Whether the model's output starts inside the block: the prompt writes the open marker and
+    after it only text, no marker and not the close (Apriel's prompt writes the header that opens
+    reasoning, then "Here are my reasoning steps:", which the model goes on from)."""
+    opener = open_marker.strip()
+    at = prompt.rfind(opener) if opener else -1
+    if at == -1:
+        return False
+    rest = prompt[at + len(opener) :]
+    return first_marker(rest) is None and not (close.strip() and close.strip() in rest)
 
 
 def _toggle(session: Session) -> ReasoningToggle | Unknown:

@@ -53,6 +53,7 @@ class Stream:
         self._schemas_reported: set[str] = set()  # tools whose unusable schema is already reported
         self._fed = 0  # characters fed so far
         self._prefix_read = False
+        self._after_reasoning_read = False
         self._candidate_scan = 0  # reasoning: where the next possible call is looked for
         self._waiting_call = -1  # reasoning: where a call under way starts
         self._ender_scan = 0  # reasoning: where the text ending that call is looked for
@@ -216,7 +217,12 @@ class Stream:
             self._prefix_read = True  # once: a second copy of it is the model's text
             if isinstance(step, int):
                 self._consume(step)
-                buf = self._buf
+        self._content_or_named_call(final)
+
+    def _content_or_named_call(self, final: bool) -> None:
+        """At the start of the output, or of the message after a reasoning message: a call that opens
+        with a tool's name, else content (left as is while the text may still become a name)."""
+        buf = self._buf
         if self._calls is not None and self._calls.trigger.tool_name:
             head = skip_ws(buf, 0)
             names = self.tools.names()
@@ -340,13 +346,14 @@ class Stream:
         """What every turn starts with, after a reasoning block (``<|open|>response<|sep|>``)."""
         assert self.shape.reasoning is not None
         rest = self.shape.reasoning.after
-        if rest:
+        if rest and not self._after_reasoning_read:
             step = match_literal(self._buf, 0, rest, final)
             if step is NEED:
                 return
+            self._after_reasoning_read = True  # once, as the prefix: a call's name may be still to come
             if isinstance(step, int):
                 self._consume(step)
-        self._state = _CONTENT
+        self._content_or_named_call(final)
 
     def _content(self, deltas: list[Delta], final: bool) -> None:
         buf = self._buf

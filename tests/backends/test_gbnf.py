@@ -57,6 +57,7 @@ from analyzer.backends.gbnf import (
 )
 from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules
 from analyzer.backends.parser import Parser
+from analyzer.choices import WHITESPACE_MODES
 from analyzer.description import ArgumentForm, Field, JsonCall, Text
 from analyzer.errors import InputError, UnsupportedFormat
 from analyzer.lower import calls_shape, key_value_args, lower, output_shape, reasoning_shape
@@ -275,6 +276,7 @@ def make_shape(
     reasoning: ReasoningShape | None = None,
     prefix: tuple = (),
     id_form: str = "openai",
+    generation_prompt: str = "",
 ) -> OutputShape:
     calls = calls_shape(section_open, section_close, separator, call, no_arguments, stops=("<end>",))
     if reasoning is not None:  # what follows the block comes from the prefix, as lowering makes it
@@ -285,9 +287,16 @@ def make_shape(
             toggle=reasoning.toggle,
             opened_when_thinking=reasoning.opened_when_thinking,
             prefix=prefix,
+            generation_prompt=generation_prompt,
         )
     return output_shape(
-        "hand-made", prefix=prefix, reasoning=reasoning, calls=calls, stops=("<end>",), id_form=ID_FORMS[id_form]
+        "hand-made",
+        generation_prompt=generation_prompt,
+        prefix=prefix,
+        reasoning=reasoning,
+        calls=calls,
+        stops=("<end>",),
+        id_form=ID_FORMS[id_form],
     )
 
 
@@ -487,6 +496,28 @@ def test_what_every_turn_starts_with_may_come_first():
     assert re.fullmatch(full.value, " to=get_weather{}").start(1) == 4
     assert re.fullmatch(full.value, "get_weather{}").start(1) == 0
     assert not re.fullmatch(full.value, "Sure: get_weather{}")
+
+
+def test_a_reasoning_message_is_followed_by_the_next_messages_prefix():
+    """The block is a message of its own: its close ends it and opens the next with the header the prompt
+    writes, after which every message's prefix comes again, then the call (muse-glimmer's layout)."""
+    header = "<|start|>assistant"
+    shape = make_shape(
+        (Name(), Marker("<|message|>"), JsonArgs("object"), Marker("<|eom|>")),
+        separator=(Marker("<|eom|>" + header), Marker("to=", lead=" ")),
+        reasoning=ReasoningShape((Marker("self<|message|>"),), (Marker("<|eom|>" + header),), False),
+        prefix=(Marker("to=", lead=" "),),
+        generation_prompt=header,
+    )
+    assert shape.reasoning is not None and shape.reasoning.after == shape.prefix
+    call = 'get_weather<|message|>{"location": "x"}<|eom|>'
+    good = [f" to={call}", f" to=self<|message|>plan<|eom|>{header} to={call}"]
+    bad = [f" to=self<|message|>plan<|eom|>{header}{call}", f" to=self<|message|>plan<|eom|>{header} to=to={call}"]
+    for whitespace in WHITESPACE_MODES:
+        check(to_grammar(shape, [WEATHER_TOOL], tool_choice="required", whitespace=whitespace), good, bad)
+    message = Parser(shape, [WEATHER_TOOL]).parse(good[1])
+    assert message.reasoning_content == "plan" and [c.name for c in message.tool_calls] == ["get_weather"]
+    assert not message.content
 
 
 def test_whitespace_is_required_only_between_two_words():

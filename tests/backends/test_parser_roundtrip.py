@@ -23,6 +23,9 @@ import pytest
 
 # test_parser_codegen.py loads this file by path and reads TOOLS, CASES, descriptions, compile_for and
 # model_output from it: they are re-exported here on purpose.
+from helpers.grammar import PLAN, WEATHER, case, reasoning_then_a_call_output, reasoning_thinking, with_reasoning
+from helpers.grammar import TOOLS as GRAMMAR_TOOLS
+from helpers.grammar import params as grammar_params
 from helpers.roundtrip import (
     CASES,
     REASONING,
@@ -254,6 +257,27 @@ def test_after_content_a_call_that_opens_with_a_name_stands_behind_the_separator
         ("search", {"query": "q"}),
     ]
     streamed, stream = Message(), parser.stream()
+    for ch in output:
+        for delta in stream.feed(ch):
+            apply(streamed, delta)
+    for delta in stream.finish():
+        apply(streamed, delta)
+    assert streamed.to_dict() == message.to_dict()
+
+
+@pytest.mark.parametrize("name", grammar_params("reasoning", with_reasoning()))
+def test_reasoning_then_a_call_reads_as_both(name, corpus_dir):
+    """The render the grammar's reasoning check takes (reasoning, then a call) parses to that reasoning
+    and that call, with no content, batch and streamed alike."""
+    c = case(name, corpus_dir)
+    output = reasoning_then_a_call_output(c)
+    parser = Parser(c.shape, GRAMMAR_TOOLS, thinking=reasoning_thinking(c))
+    message = parser.parse(output)
+    assert message.reasoning_content.strip() == PLAN, message.to_dict()
+    assert [(call.name, json.loads(call.arguments)) for call in message.tool_calls] == [WEATHER[:2]]
+    assert not (message.content or "").strip() and not message.errors, message.to_dict()
+    streamed = Message()
+    stream = parser.stream()
     for ch in output:
         for delta in stream.feed(ch):
             apply(streamed, delta)

@@ -4,7 +4,7 @@ from, whether the generation prompt opens the block, the thinking toggle, and wh
 from __future__ import annotations
 
 import pytest
-from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, chat, describe
+from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, chat, describe, lit
 
 from analyzer.description import Reasoning, Unknown
 
@@ -71,6 +71,25 @@ def test_reasoning_opened_by_the_generation_prompt_is_forced_open():
     assert reasoning.forced_open
     assert reasoning.open.strip() == "<think>" and reasoning.close.strip() == "</think>"
     assert reasoning.field == "reasoning_content"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "forced_open"),
+    [
+        ("<|turn|>assistant\n", True),
+        # The prompt writes words of its own inside the block it opens; the model goes on from them.
+        ("<|turn|>assistant\nLet me think:\n", True),
+        # The prompt closes the block after its words, or opens something else after the opener.
+        ("<|turn|>assistant\nLet me think: [END THINKING]\n", False),
+        ("<|turn|>assistant\n<|x|>Let me think:\n", False),
+    ],
+)
+def test_a_block_that_starts_the_message_is_opened_by_the_header_the_prompt_writes(prompt, forced_open):
+    """Reasoning written right after the header, closed by a phrase (Apriel): the header opens the block."""
+    block = "{% if m.reasoning_content %}{{ m.reasoning_content }}" + lit("\n[END THINKING]\n") + "{% endif %}"
+    reasoning = reasoning_of(chat(HEAD + block + CONTENT + JSON_CALLS + END, prompt=prompt))
+    assert (reasoning.open, reasoning.close) == ("<|turn|>assistant\n", "\n[END THINKING]")
+    assert reasoning.forced_open is forced_open
 
 
 def test_the_thinking_toggle():

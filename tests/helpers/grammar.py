@@ -156,14 +156,9 @@ def turn_end(shape: OutputShape, output: str, after: int) -> int:
 
 
 _REASONING_KNOWN = {
-    "Apriel-1.6-15b-Thinker-fixed": "description defect: the reasoning open marker is read as the assistant header "
-    "<|begin_assistant|>, which the prompt writes (with 'Here are my reasoning steps:'), while the shape says the "
-    "prompt does not open the block, so the output starts inside a block the grammar waits to see opened",
     "tencent-Hy3": "the prompt ends with an empty reasoning block unless reasoning_effort is 'low' or 'high': "
     "the analysis probes enable_thinking only, so it finds no toggle, the test renders the default prompt, and the "
     "render cut there starts inside a block no model can write after that prompt",
-    "muse-glimmer": "the reasoning close is read as <|eom|><|start|>assistant and the call's header ' to=NAME' "
-    "follows it, which the eager grammar's reasoning path does not take (flexible neither)",
 }
 
 # Corpus checks whose renders the grammar cannot take, by check and template, with the reason. Every
@@ -278,26 +273,40 @@ def with_reasoning() -> list[str]:
     ]
 
 
-def reasoning_then_a_call(c: Case) -> list[Expectation]:
-    """A call turn with reasoning, as the template writes it, from the output's start to the end of the turn,
-    under the exact default (the whitespace between the block's close and the calls is bounded there: the
-    shape does not hold it). Thinking is on where the template has a toggle: a model reasons when asked to,
-    and a prompt rendered with thinking off may already close the block."""
+PLAN = "Plan it."
+
+
+def reasoning_thinking(c: Case) -> bool | None:
+    """Thinking on where the template has a toggle: a model reasons when asked to, and a prompt rendered
+    with thinking off may already close the block (None: the template's default)."""
+    reasoning = c.description.reasoning
+    return True if isinstance(reasoning, Reasoning) and isinstance(reasoning.toggle, str) else None
+
+
+def reasoning_then_a_call_output(c: Case) -> str:
+    """A call turn with reasoning (``PLAN``), as the template writes it with ``reasoning_thinking``, from
+    the output's start to the end of the turn."""
     reasoning = c.description.reasoning
     assert isinstance(reasoning, Reasoning)
-    thinking = True if isinstance(reasoning.toggle, str) else None
     turn = {
         "role": "assistant",
         "content": c.description.input_form.content_with_calls,
-        reasoning.field: "Plan it.",
+        reasoning.field: PLAN,
         "tool_calls": tool_calls(c.description, [WEATHER]),
     }
-    output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS, thinking)
-    assert "Plan it." in output
+    output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS, reasoning_thinking(c))
+    assert PLAN in output
     _, end = turn_span(c.shape, output, 1)
-    grammar = to_grammar(c.shape, TOOLS, tool_choice="required", thinking=thinking)
+    return output[:end]
+
+
+def reasoning_then_a_call(c: Case) -> list[Expectation]:
+    """``reasoning_then_a_call_output``, under the exact default (the whitespace between the block's close
+    and the calls is bounded there: the shape does not hold it)."""
+    grammar = to_grammar(c.shape, TOOLS, tool_choice="required", thinking=reasoning_thinking(c))
     assert grammar is not None
-    return [Expectation(grammar.text, output[:end], True, "reasoning then a call, from the output's start")]
+    text = reasoning_then_a_call_output(c)
+    return [Expectation(grammar.text, text, True, "reasoning then a call, from the output's start")]
 
 
 # Named as the test tool ``calls_span`` finds calls that open with their name by.
