@@ -12,9 +12,8 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -37,9 +36,9 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------- converting arguments
 
 
-@dataclass(frozen=True)
-class JsonList:
-    """A JSON list read from a file (or stdin), and where it came from, for error messages."""
+class JsonList(NamedTuple):
+    """A JSON list read from a file (or stdin), and where it came from, for error messages. (A
+    NamedTuple: --version and --help then need not import dataclasses.)"""
 
     path: str
     items: list[Any]
