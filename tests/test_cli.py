@@ -339,14 +339,15 @@ def test_start_up_loads_only_the_command_line(args: list[str]) -> None:
 def test_analyze_loads_only_what_the_analysis_needs(corpus_dir) -> None:
     """`analyze` under minijinja (the default) imports neither jinja2 (only the jinja2 engine and the
     syntax check of what minijinja rejects need it) nor what only other commands use: the evidence and
-    its detectors (audit), the backends, and the parser's runtime beyond the output shape."""
+    its detectors (audit), the backends, the output shape and the parser (grammar, parse, export)."""
     loaded = modules_loaded_by(["analyze", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")])
     assert "analyzer.analysis" in loaded and "minijinja" in loaded  # the analysis did run
     # rapidfuzz is left out: it loads when two renders differ in more than one run, which is the template's doing.
     heavy = tuple(name for name in HEAVY_IMPORTS if name != "rapidfuzz")
     unwanted = ("analyzer.evidence", "analyzer.backends", "analyzer.render.jinja2_engine", *heavy)
     assert [m for m in loaded if m.startswith(unwanted)] == []
+    # Of the parser's runtime, only what the description is made of: not the output shape, not the parser.
     assert [m for m in loaded if m.startswith("analyzer.runtime.")] == [
+        "analyzer.runtime.call_forms",
         "analyzer.runtime.nodes",
-        "analyzer.runtime.shape",
     ]

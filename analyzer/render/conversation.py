@@ -26,7 +26,7 @@ from typing import Any
 from analyzer.description import FormatDescription, InputForm, Reasoning
 from analyzer.errors import AnalysisLimitError, ConversationError, RenderError
 from analyzer.render.engines import CompiledTemplate, RenderLimits, compile_mutable, compile_template
-from analyzer.runtime.shape import ID_FORMS, id_pattern
+from analyzer.runtime.call_forms import ID_FORMS, id_pattern
 from analyzer.template import Template
 
 # The key OpenAI-style clients send reasoning under.
