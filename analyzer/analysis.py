@@ -10,7 +10,7 @@ does not hold: tool definitions, context use, engine agreement, history, a sampl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.choices import DEFAULT_ENGINE
 from analyzer.description import (
@@ -30,17 +30,12 @@ from analyzer.description import (
     Unknown,
 )
 from analyzer.detect.calls import detect_calls
-from analyzer.detect.context import detect_context, own_variables
-from analyzer.detect.engines import detect_engine_agreement
 from analyzer.detect.forms import probe
-from analyzer.detect.history import detect_history
 from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
-from analyzer.detect.sample import detect_sample
-from analyzer.detect.tools import detect_tool_definitions
 from analyzer.detect.turn import detect_turn, stops_the_model_writes
+from analyzer.detect.variables import own_variables
 from analyzer.errors import RenderError
-from analyzer.evidence import Evidence
 from analyzer.render import variants as v
 from analyzer.render.conversation import Renderer
 from analyzer.render.engines import (
@@ -50,6 +45,9 @@ from analyzer.render.engines import (
 )
 from analyzer.render.session import Failed, Session
 from analyzer.template import Template
+
+if TYPE_CHECKING:
+    from analyzer.evidence import Evidence
 
 
 def analyze(
@@ -228,6 +226,14 @@ def inspect(
     """What a deployment of ``template`` should know beyond ``description`` (its analysis), each fact
     with the render excerpt it rests on. ``tools`` are the caller's, measured instead of the analysis's
     sentinel tools; ``engine`` defaults to the one the analysis used."""
+    # Imported here: analyze() needs none of them, and the evidence's classes take a while to build.
+    from analyzer.detect.context import detect_context
+    from analyzer.detect.engines import detect_engine_agreement
+    from analyzer.detect.history import detect_history
+    from analyzer.detect.sample import detect_sample
+    from analyzer.detect.tools import detect_tool_definitions
+    from analyzer.evidence import Evidence
+
     limits = (limits or RenderLimits()).started()
     renderer = Renderer.for_template(template, description, engine=engine, limits=limits)
     return Evidence(

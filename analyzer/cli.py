@@ -8,13 +8,12 @@ never shows a traceback.
 
 from __future__ import annotations
 
+# pathlib is imported by the commands that use it: --version and --help do without it (start-up time).
 import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -37,9 +36,9 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------- converting arguments
 
 
-@dataclass(frozen=True)
-class JsonList:
-    """A JSON list read from a file (or stdin), and where it came from, for error messages."""
+class JsonList(NamedTuple):
+    """A JSON list read from a file (or stdin), and where it came from, for error messages. (A
+    NamedTuple: --version and --help then need not import dataclasses.)"""
 
     path: str
     items: list[Any]
@@ -57,7 +56,11 @@ class JsonListFile(click.ParamType):  # type: ignore[type-arg]  # generic only s
         if isinstance(value, JsonList):
             return value
         try:
-            text = sys.stdin.read() if value == "-" else Path(value).read_text(encoding="utf-8")
+            if value == "-":
+                text = sys.stdin.read()
+            else:
+                with open(value, encoding="utf-8") as file:
+                    text = file.read()
         except OSError as exc:
             self.fail(f"{value}: cannot read {self.what}: {exc.strerror or exc}", param, ctx)
         except UnicodeDecodeError as exc:
@@ -134,7 +137,8 @@ def _write(path: str, text: str, what: str) -> None:
         click.echo(text, nl=False)
         return
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
     except OSError as exc:
         raise InputError(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
 
@@ -622,6 +626,8 @@ def response_template(
     variant: str | None,
 ) -> None:
     """A transformers response_template (version 1) for TEMPLATE's output: reasoning, content, tool calls."""
+    from pathlib import Path
+
     from analyzer import response_check
     from analyzer.backends.response_template import to_response_template
     from analyzer.lower import lower
@@ -658,15 +664,19 @@ def corpus() -> None:
 @corpus.command("fetch")
 @click.option(
     "--dest",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
     default=None,
     help="Cache folder (default: ~/.cache/template-analyzer or $TEMPLATE_ANALYZER_CACHE).",
 )
-def corpus_fetch(dest: Path | None) -> None:
+def corpus_fetch(dest: str | None) -> None:
     """Download (once), verify and extract the corpus; print the folder holding the templates."""
+    from pathlib import Path
+
     from analyzer import corpus as corpus_lib
 
-    folder = corpus_lib.fetch(dest, progress=lambda line: click.echo(line, err=True))
+    folder = corpus_lib.fetch(
+        Path(dest) if dest is not None else None, progress=lambda line: click.echo(line, err=True)
+    )
     click.echo(str(folder))
 
 
@@ -674,30 +684,36 @@ def corpus_fetch(dest: Path | None) -> None:
 @click.option("--update", is_flag=True, help="Rewrite golden/ from the current analysis.")
 @click.option(
     "--corpus-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
     default=None,
     help="Folder of corpus templates (default: fetch the corpus).",
 )
 @click.option(
     "--golden-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
     default=None,
     help="Folder of golden files (default: golden/ of the source checkout; an installed copy has none).",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help='One JSON object: {"golden_dir", "checked", "changed", "updated"}.'
 )
-def golden(update: bool, corpus_dir: Path | None, golden_dir: Path | None, as_json: bool) -> None:
+def golden(update: bool, corpus_dir: str | None, golden_dir: str | None, as_json: bool) -> None:
     """Compare the analysis of every corpus template with golden/ (or rewrite it with --update)."""
+    from pathlib import Path
+
     from analyzer import corpus as corpus_lib
     from analyzer import golden as golden_lib
 
-    golden_dir = golden_dir or golden_lib.default_golden_dir()
-    golden_lib.check_golden_dir(golden_dir, update)
-    folder = corpus_dir or corpus_lib.fetch(progress=lambda line: click.echo(line, err=True))
+    golden_folder = Path(golden_dir) if golden_dir is not None else golden_lib.default_golden_dir()
+    golden_lib.check_golden_dir(golden_folder, update)
+    folder = (
+        Path(corpus_dir)
+        if corpus_dir is not None
+        else corpus_lib.fetch(progress=lambda line: click.echo(line, err=True))
+    )
     paths = golden_lib.corpus_paths(folder)
     with click.progressbar(paths, label="analysing", file=sys.stderr, show_pos=True) as bar:
-        result = golden_lib.run_golden(paths, golden_dir, update=update, progress=lambda items: bar)
+        result = golden_lib.run_golden(paths, golden_folder, update=update, progress=lambda items: bar)
     click.echo(json.dumps(result.to_dict(), ensure_ascii=False) if as_json else result.summary())
     if result.changed and not update:
         sys.exit(1)

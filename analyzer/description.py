@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from analyzer.errors import DescriptionError
+from analyzer.runtime.call_forms import JsonCall as JsonCall  # a call written as one JSON object: the same in both
 from analyzer.runtime.nodes import NodeError, node_from_dict, node_to_dict
-from analyzer.runtime.shape import JsonCall as JsonCall  # a call written as one JSON object: the same in both
 
 SCHEMA_VERSION = 1
 

@@ -19,7 +19,6 @@ import re
 import resource
 import signal
 import sys
-import traceback
 from collections.abc import Callable
 
 MEMORY_ENV = "TEMPLATE_ANALYZER_MEMORY_MB"
@@ -107,6 +106,8 @@ def supervised(run: Callable[[], None], megabytes: int | None) -> int:
             except SystemExit as exc:
                 code = _exit_code(exc)
         except BaseException:
+            import traceback  # only for a bug: not worth its import on every start
+
             traceback.print_exc()
         finally:
             for stream in (sys.stdout, sys.stderr):

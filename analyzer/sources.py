@@ -13,14 +13,16 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import jinja2
 import minijinja
 
 from analyzer.errors import SourceError, TemplateSyntaxError
 from analyzer.limits import MAX_TEMPLATE_CHARS
 from analyzer.template import Template
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = ["load_template"]
 
@@ -37,9 +39,6 @@ _GENERIC_STEMS = frozenset({"tokenizer_config", "chat_template", "config"})
 # Transformers marks assistant spans with {% generation %}...{% endgeneration %}, an extension plain
 # Jinja does not know; it changes no output, so the syntax check may simply drop it.
 _GENERATION_TAG = re.compile(r"\{%[-+]?\s*(?:end)?generation\s*[-+]?%\}")
-
-# The same extension set transformers compiles chat templates with, so we accept what it accepts.
-_SYNTAX_ENV = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"])
 
 
 def load_template(
@@ -479,8 +478,11 @@ def _check_syntax(source: str, label: str) -> None:
         return
     except minijinja.TemplateError:
         pass
+    # Imported only here: minijinja accepts nearly every template, and jinja2 is slow to import.
+    import jinja2
+
     try:
-        _SYNTAX_ENV.parse(checked)
+        _syntax_env().parse(checked)
     except jinja2.TemplateSyntaxError as exc:
         where = f" at line {exc.lineno}" if exc.lineno else ""
         reason = _one_line(exc.message or "invalid syntax")
@@ -491,6 +493,15 @@ def _check_syntax(source: str, label: str) -> None:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+@functools.cache
+def _syntax_env() -> jinja2.Environment:
+    """A jinja2 environment with the extension set transformers compiles chat templates with, so we
+    accept what it accepts."""
+    import jinja2
+
+    return jinja2.Environment(extensions=["jinja2.ext.loopcontrols"])
 
 
 def _os_reason(exc: OSError) -> str:

@@ -23,16 +23,16 @@ from pathlib import Path
 
 from analyzer import corpus
 from analyzer.analysis import analyze
-from analyzer.render import engines
+from analyzer.render import jinja2_engine
 from analyzer.sources import load_template
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _analyse_all(paths: list[Path], intercept: bool) -> float:
-    saved = engines._DeadlineChecks.intercepted_binops
+    saved = jinja2_engine._DeadlineChecks.intercepted_binops
     if not intercept:
-        engines._DeadlineChecks.intercepted_binops = frozenset()
+        jinja2_engine._DeadlineChecks.intercepted_binops = frozenset()
     try:
         templates = [load_template(str(p)) for p in paths]
         start = time.perf_counter()
@@ -40,7 +40,7 @@ def _analyse_all(paths: list[Path], intercept: bool) -> float:
             analyze(template, engine="jinja2")
         return time.perf_counter() - start
     finally:
-        engines._DeadlineChecks.intercepted_binops = saved
+        jinja2_engine._DeadlineChecks.intercepted_binops = saved
 
 
 def _command(path: Path, memory: str) -> float:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import subprocess
 import sys
 
@@ -305,18 +307,47 @@ def test_package_names_resolve_lazily() -> None:
     assert out.splitlines() == ["[] True True", "True", "module 'analyzer' has no attribute 'nope'"]
 
 
-def test_start_up_loads_only_the_command_line() -> None:
-    """`--version` and `--help` import the command line alone, not the library behind it (start-up time);
-    a command loads its own part when it runs."""
+# Packages that take long to import, and what the library imports only for some commands or inputs.
+HEAVY_IMPORTS = ("jinja2", "jsonschema", "rapidfuzz", "gguf", "numpy", "tokenizers", "transformers", "httpx")
+
+
+def modules_loaded_by(args: list[str]) -> list[str]:
+    """The project's modules and the heavy packages a fresh process has imported once ``main(args)``
+    returns. The command runs in this process (no memory cap, so no child), so all it imports is seen."""
     code = (
         "import sys\n"
         "from analyzer.cli import main\n"
         "try:\n"
-        "    main(['--version'])\n"
+        f"    main({args!r})\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('analyzer.', 'jinja2', 'minijinja', 'rapidfuzz'))))\n"
+        f"print(sorted(m for m in sys.modules if m.startswith(('analyzer.', 'minijinja', *{HEAVY_IMPORTS!r}))))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    env = {**os.environ, "TEMPLATE_ANALYZER_MEMORY_MB": "0"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    return ast.literal_eval(out.splitlines()[-1])
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["analyze", "--help"]])
+def test_start_up_loads_only_the_command_line(args: list[str]) -> None:
+    """`--version` and `--help` import the command line alone, not the library behind it (start-up time);
+    a command loads its own part when it runs."""
     # analyzer.limits is the supervisor that runs the command under the memory cap (standard library only).
-    assert out.splitlines()[-1] == str(["analyzer.choices", "analyzer.cli", "analyzer.errors", "analyzer.limits"])
+    assert modules_loaded_by(args) == ["analyzer.choices", "analyzer.cli", "analyzer.errors", "analyzer.limits"]
+
+
+def test_analyze_loads_only_what_the_analysis_needs(corpus_dir) -> None:
+    """`analyze` under minijinja (the default) imports neither jinja2 (only the jinja2 engine and the
+    syntax check of what minijinja rejects need it) nor what only other commands use: the evidence and
+    its detectors (audit), the backends, the output shape and the parser (grammar, parse, export)."""
+    loaded = modules_loaded_by(["analyze", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")])
+    assert "analyzer.analysis" in loaded and "minijinja" in loaded  # the analysis did run
+    # rapidfuzz is left out: it loads when two renders differ in more than one run, which is the template's doing.
+    heavy = tuple(name for name in HEAVY_IMPORTS if name != "rapidfuzz")
+    unwanted = ("analyzer.evidence", "analyzer.backends", "analyzer.render.jinja2_engine", *heavy)
+    assert [m for m in loaded if m.startswith(unwanted)] == []
+    # Of the parser's runtime, only what the description is made of: not the output shape, not the parser.
+    assert [m for m in loaded if m.startswith("analyzer.runtime.")] == [
+        "analyzer.runtime.call_forms",
+        "analyzer.runtime.nodes",
+    ]

@@ -8,55 +8,17 @@ variables (names it reads that are no chat-template variable) are set one by one
 from __future__ import annotations
 
 import datetime as _dt
-import re
 
-import minijinja
-
+from analyzer.detect.variables import own_variables
 from analyzer.diff import common_prefix_len
 from analyzer.evidence import ContextUse, VariableUse, excerpt
 from analyzer.render import variants as v
 from analyzer.render.conversation import Failed, Renderer
 from analyzer.template import Template
 
-# Variables every chat template may read; anything else it reads undefined is the template's own.
-KNOWN_VARIABLES = frozenset(
-    {
-        "messages",
-        "tools",
-        "add_generation_prompt",
-        "bos_token",
-        "eos_token",
-        "raise_exception",
-        "strftime_now",
-        "enable_thinking",
-        "range",
-        "namespace",
-        "dict",
-        "loop",
-        "true",
-        "false",
-        "none",
-        "True",
-        "False",
-        "None",
-        "lipsum",
-        "cycler",
-        "joiner",
-    }
-)
-
 # A second clock for strftime_now, different from the engines' fixed one in every field.
 OTHER_NOW = _dt.datetime(2031, 11, 27, 21, 47, 53)
 VARIABLE_SENTINEL = "Zqz caller value"
-
-
-def own_variables(template: Template) -> list[str]:
-    """The variables ``template`` reads that no chat template is given (private ``_names`` aside)."""
-    try:
-        names = minijinja.Environment().undeclared_variables_in_str(template.source)
-    except Exception:
-        return []
-    return sorted(n for n in names if n not in KNOWN_VARIABLES and not re.match(r"^_", n))
 
 
 def detect_context(renderer: Renderer, template: Template) -> ContextUse:

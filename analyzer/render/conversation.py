@@ -26,8 +26,7 @@ from typing import Any
 from analyzer.description import FormatDescription, InputForm, Reasoning
 from analyzer.errors import AnalysisLimitError, ConversationError, RenderError
 from analyzer.render.engines import CompiledTemplate, RenderLimits, compile_mutable, compile_template
-from analyzer.runtime.calls import generated_id
-from analyzer.runtime.shape import ID_FORMS, id_pattern
+from analyzer.runtime.call_forms import ID_FORMS, id_pattern
 from analyzer.template import Template
 
 # The key OpenAI-style clients send reasoning under.
@@ -41,6 +40,9 @@ RenameId = Callable[[str, int], "str | None"]
 def fit_id_form(form_name: str) -> RenameId:
     """Ids rewritten into the form a template takes (Mistral's nine letters and digits), made from the
     client's id so the same id always becomes the same one; ids already of the form are kept."""
+    # Imported here: it brings the parser's schema checks, which no analysis needs.
+    from analyzer.runtime.calls import generated_id
+
     form = ID_FORMS[form_name]
     pattern = re.compile(id_pattern(form))
 

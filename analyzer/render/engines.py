@@ -16,6 +16,9 @@ all its renders one time budget together (``RenderLimits.started``), so a templa
 is slow stops with one error instead of running each render to its own limit. Every context is
 deep-copied before a render so that a template cannot mutate the caller's messages through the
 minijinja binding, which exposes public methods of Python objects.
+
+The jinja2 engine is in ``analyzer.render.jinja2_engine``, imported when a template is first compiled
+with it.
 """
 
 from __future__ import annotations
@@ -25,17 +28,11 @@ import datetime as _dt
 import json
 import marshal
 import re
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-import jinja2
-import jinja2.ext
-import jinja2.nodes
-import jinja2.sandbox
 import minijinja
 
 from analyzer.choices import DEFAULT_ENGINE
@@ -119,7 +116,7 @@ class Engine(Protocol):
     def compile(self, template: Template, limits: RenderLimits | None = None) -> CompiledTemplate: ...
 
 
-def _tojson(
+def tojson(
     value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None, sort_keys: bool = False
 ) -> str:
     # transformers' own tojson: no HTML escaping, unicode kept, json.dumps keyword arguments passed on.
@@ -139,15 +136,15 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _raise_exception(message: Any = "") -> None:
+def raise_exception(message: Any = "") -> None:
     raise TemplateRaised(str(message))
 
 
-def _strftime_now(fmt: str) -> str:
+def strftime_now(fmt: str) -> str:
     return FIXED_NOW.strftime(fmt)
 
 
-def _base_context(
+def base_context(
     template: Template,
     messages: list[dict[str, Any]],
     tools: Any,
@@ -184,107 +181,7 @@ def _copy_plain(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-# --------------------------------------------------------------------------- jinja2
-
-
-class _GenerationTag(jinja2.ext.Extension):
-    """``{% generation %}...{% endgeneration %}`` marks assistant text for training masks; it renders its body."""
-
-    tags = {"generation"}  # noqa: RUF012 - jinja2.ext.Extension declares tags a plain set[str], not a ClassVar
-
-    def parse(self, parser: Any) -> jinja2.nodes.Node:
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return jinja2.nodes.Scope(body, lineno=lineno)
-
-
-class _Deadline:
-    """Raises once the render has run past its time budget; checked from sandbox hooks."""
-
-    __slots__ = ("until",)
-
-    def __init__(self) -> None:
-        self.until = float("inf")
-
-    def check(self) -> None:
-        if cpu_seconds() > self.until:
-            raise _OutOfTime()
-
-
-class _OutOfTime(Exception):
-    pass
-
-
-class _TooBig(Exception):
-    def __init__(self, size: int) -> None:
-        super().__init__(size)
-        self.size = size
-
-
-_SIZED = (str, list, tuple)
-# A width or precision in a %-format: "%900000000s" builds a string that large.
-_PERCENT_WIDTH = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\d*)(?:\.(\d+))?")
-
-
-def _result_size(operator: str, left: Any, right: Any) -> int:
-    """How large the value ``left <operator> right`` would be, without making it (0: not a sequence)."""
-    if operator == "*":
-        if isinstance(left, _SIZED) and isinstance(right, int):
-            return len(left) * max(right, 0)
-        if isinstance(right, _SIZED) and isinstance(left, int):
-            return len(right) * max(left, 0)
-    elif operator == "+":
-        if isinstance(left, _SIZED) and isinstance(right, _SIZED):
-            return len(left) + len(right)
-    elif operator == "%" and isinstance(left, str):
-        widths = [int(w or 0) + int(p or 0) for w, p in _PERCENT_WIDTH.findall(left)]
-        return len(left) + max(widths, default=0)
-    elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
-        return left.bit_length() * right // 8  # the digits of a huge power
-    return 0
-
-
-class _DeadlineChecks(jinja2.sandbox.SandboxedEnvironment):
-    """Checks the deadline on every call, attribute and item access and every operator that can
-    build a large value, and sizes those values before they are built."""
-
-    deadline: _Deadline
-    max_chars: int
-    intercepted_binops = frozenset({"*", "+", "%", "**"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "+":  # by far the most common, in every template: the short way
-            if isinstance(left, _SIZED) and isinstance(right, _SIZED) and len(left) + len(right) > self.max_chars:
-                raise _TooBig(len(left) + len(right))
-            return left + right
-        size = _result_size(operator, left, right)
-        if size > self.max_chars:
-            raise _TooBig(size)
-        return super().call_binop(context, operator, left, right)
-
-    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        self.deadline.check()
-        return super().call(__context, __obj, *args, **kwargs)
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        self.deadline.check()
-        return super().getattr(obj, attribute)
-
-    def getitem(self, obj: Any, argument: Any) -> Any:
-        self.deadline.check()
-        return super().getitem(obj, argument)
-
-
-class _BudgetedSandbox(_DeadlineChecks, jinja2.sandbox.ImmutableSandboxedEnvironment):
-    """transformers' sandbox: templates cannot modify any list or dict, even their own."""
-
-
-class _BudgetedMutableSandbox(_DeadlineChecks, jinja2.sandbox.SandboxedEnvironment):
-    """A sandbox that lets a template append to lists it built itself (llama.cpp's engine allows it).
-
-    Used only as a fallback for templates that transformers cannot render; the context is a deep
-    copy, so the caller's data stays untouched either way.
-    """
+# --------------------------------------------------------------------------- minijinja
 
 
 def _indent(s: Any, width: Any = 4, first: bool = False, blank: bool = False) -> str:
@@ -323,130 +220,6 @@ def rewrite_generation_tags(source: str) -> str:
     return _GENERATION_CLOSE.sub(r"{%\1 endif \2%}", source)
 
 
-class Jinja2Template:
-    engine = "jinja2"
-
-    def __init__(self, template: Template, limits: RenderLimits, *, mutable: bool = False) -> None:
-        check_source(template, limits)
-        self.template = template
-        self.limits = limits
-        self._deadline = _Deadline()
-        if mutable:
-            self.engine = "jinja2-mutable"
-        env = (_BudgetedMutableSandbox if mutable else _BudgetedSandbox)(
-            trim_blocks=True,
-            lstrip_blocks=True,
-            extensions=[jinja2.ext.loopcontrols, _GenerationTag],
-        )
-        env.deadline = self._deadline
-        env.max_chars = limits.max_chars
-        env.filters["tojson"] = _tojson
-        env.globals["raise_exception"] = _raise_exception
-        env.globals["strftime_now"] = _strftime_now
-        limits.check_budget(template.name)
-        seconds = self._time_left()
-        try:
-            with _alarm(seconds):
-                self._compiled = env.from_string(template.source)
-        except jinja2.TemplateSyntaxError as exc:
-            raise TemplateSyntaxError(
-                f"{template.origin}: Jinja syntax error at line {exc.lineno}: {exc.message}"
-            ) from None
-        except _OutOfTime:
-            if limits.deadline is not None and cpu_seconds() + 0.05 >= limits.deadline:
-                raise limits.out_of_budget(template.name) from None
-            raise RenderLimitError(f"{template.origin}: compiling ran past the {seconds:g} s time limit") from None
-        except RecursionError:
-            raise TemplateSyntaxError(f"{template.origin}: the template nests too deeply to compile") from None
-        except MemoryError:
-            raise out_of_memory(template.name) from None
-
-    def _time_left(self) -> float:
-        """Seconds this render may take: its own limit, or less when the budget ends sooner."""
-        seconds = self.limits.seconds
-        if self.limits.deadline is not None:
-            seconds = min(seconds, self.limits.deadline - cpu_seconds())
-        return max(seconds, 0.001)
-
-    def render(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        add_generation_prompt: bool = False,
-        extra: Mapping[str, Any] | None = None,
-    ) -> str:
-        self.limits.check_budget(self.template.name)
-        context = _base_context(self.template, messages, tools, add_generation_prompt, extra)
-        seconds = self._time_left()
-        self._deadline.until = cpu_seconds() + seconds
-        try:
-            # The timer is the backstop for loops that neither call nor print; the deadline checks
-            # usually stop a render first.
-            with _alarm(seconds * 2):
-                return _collect(self._compiled.generate(context), self.limits, self._deadline, self.template)
-        except TemplateRaised as exc:
-            raise RenderError(f"{self.template.name}: template raised: {exc}", raised_by_template=True) from None
-        except _OutOfTime:
-            if self.limits.deadline is not None and cpu_seconds() + 0.05 >= self.limits.deadline:
-                raise self.limits.out_of_budget(self.template.name) from None
-            raise RenderLimitError(
-                f"{self.template.name}: render ran past the {self.limits.seconds:g} s time limit"
-            ) from None
-        except _TooBig as exc:
-            raise RenderLimitError(
-                f"{self.template.name}: the template builds a value of {exc.size} characters or items, "
-                f"past the {self.limits.max_chars} limit"
-            ) from None
-        except RenderError:
-            raise
-        except RecursionError:
-            raise RenderLimitError(f"{self.template.name}: render recursed too deeply") from None
-        except MemoryError:
-            raise out_of_memory(self.template.name) from None
-        except Exception as exc:
-            raise RenderError(f"{self.template.name}: {type(exc).__name__}: {_first_line(exc)}") from None
-        finally:
-            self._deadline.until = float("inf")
-
-
-def _collect(chunks: Iterable[str], limits: RenderLimits, deadline: _Deadline, template: Template) -> str:
-    parts: list[str] = []
-    size = 0
-    for chunk in chunks:
-        size += len(chunk)
-        if size > limits.max_chars:
-            raise RenderLimitError(f"{template.name}: render output passed the {limits.max_chars} character limit")
-        deadline.check()
-        parts.append(chunk)
-    return "".join(parts)
-
-
-class _alarm:
-    """Backstop for loops that neither call nor print: a timer signal, only usable on the main thread."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.active = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-
-    def __enter__(self) -> None:
-        if self.active:
-            self.previous = signal.signal(signal.SIGPROF, self._fire)
-            signal.setitimer(signal.ITIMER_PROF, self.seconds)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.active:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.signal(signal.SIGPROF, self.previous)
-
-    @staticmethod
-    def _fire(signum: int, frame: object) -> None:
-        raise _OutOfTime()
-
-
-# --------------------------------------------------------------------------- minijinja
-
-
 class MiniJinjaTemplate:
     engine = "minijinja"
 
@@ -463,11 +236,11 @@ class MiniJinjaTemplate:
             auto_escape_callback=lambda name: False,
             fuel=limits.fuel,
         )
-        env.add_filter("tojson", _tojson)
+        env.add_filter("tojson", tojson)
         env.add_filter("indent", _indent)
         env.add_test("iterable", _is_iterable)
-        env.add_function("raise_exception", _raise_exception)  # type: ignore[attr-defined]  # in minijinja, not its stubs
-        env.add_function("strftime_now", _strftime_now)  # type: ignore[attr-defined]  # in minijinja, not its stubs
+        env.add_function("raise_exception", raise_exception)  # type: ignore[attr-defined]  # in minijinja, not its stubs
+        env.add_function("strftime_now", strftime_now)  # type: ignore[attr-defined]  # in minijinja, not its stubs
         try:
             env.add_template("chat", rewrite_generation_tags(template.source))
         except minijinja.TemplateError as exc:
@@ -486,7 +259,7 @@ class MiniJinjaTemplate:
         extra: Mapping[str, Any] | None = None,
     ) -> str:
         self.limits.check_budget(self.template.name)
-        context = _base_context(self.template, messages, tools, add_generation_prompt, extra)
+        context = base_context(self.template, messages, tools, add_generation_prompt, extra)
         started = cpu_seconds()
         try:
             output = self._env.render_template("chat", **context)
@@ -501,7 +274,7 @@ class MiniJinjaTemplate:
                 raise RenderLimitError(
                     f"{self.template.name}: render ran past its instruction budget ({self.limits.fuel} fuel)"
                 ) from None
-            raise RenderError(f"{self.template.name}: {_first_line(exc)}") from None
+            raise RenderError(f"{self.template.name}: {first_line(exc)}") from None
         except Exception as exc:
             raise RenderError(f"{self.template.name}: {type(exc).__name__}: {exc}") from None
         # fuel bounds one render; the budget can only be checked once it is done.
@@ -515,7 +288,7 @@ class MiniJinjaTemplate:
         return output
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -532,9 +305,16 @@ class _EngineFactory:
         return self._make(template, limits or RenderLimits())
 
 
+def _compile_jinja2(template: Template, limits: RenderLimits, *, mutable: bool = False) -> CompiledTemplate:
+    # Imported on first use: jinja2 takes longer to import than a whole analysis under minijinja.
+    from analyzer.render.jinja2_engine import Jinja2Template
+
+    return Jinja2Template(template, limits, mutable=mutable)
+
+
 ENGINES: dict[str, Engine] = {
     "minijinja": _EngineFactory("minijinja", MiniJinjaTemplate),
-    "jinja2": _EngineFactory("jinja2", Jinja2Template),
+    "jinja2": _EngineFactory("jinja2", _compile_jinja2),
 }
 
 
@@ -547,7 +327,7 @@ def get_engine(name: str) -> Engine:
 
 def compile_mutable(template: Template, limits: RenderLimits | None = None) -> CompiledTemplate:
     """jinja2 with list mutation allowed: the fallback for templates that build lists with ``append``."""
-    return Jinja2Template(template, limits or RenderLimits(), mutable=True)
+    return _compile_jinja2(template, limits or RenderLimits(), mutable=True)
 
 
 def compile_template(

@@ -18,7 +18,7 @@ from typing import Any
 
 from analyzer.description import JsonType
 from analyzer.render.conversation import Spelling as Spelling  # re-exported: callers write v.Spelling
-from analyzer.runtime.shape import ID_FORMS as RUNTIME_ID_FORMS
+from analyzer.runtime.call_forms import ID_FORMS as RUNTIME_ID_FORMS
 
 # Function names, argument names and values. Two of each kind, sharing no first or last character.
 FN1, FN2 = "qzxfind", "jwvlist"

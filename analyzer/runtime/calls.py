@@ -6,9 +6,9 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from .call_forms import IdForm
 from .message import ParseError
 from .schema import schema_acceptor, schema_problem, validate
-from .shape import IdForm
 
 _ID_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _ID_TABLE = bytes(ord(_ID_LETTERS[byte % len(_ID_LETTERS)]) for byte in range(256))  # a byte to a letter

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from analyzer.analysis import analyze
-from analyzer.detect.context import detect_context, own_variables
+from analyzer.detect.context import detect_context
+from analyzer.detect.variables import own_variables
 from analyzer.render.conversation import Renderer
 from analyzer.sources import load_template
 

@@ -30,7 +30,7 @@ from analyzer.runtime.shape import OutputShape, shape_to_dict
 
 RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 # In the order a module's top-level statements need the ones before them.
-RUNTIME_MODULES = ("nodes", "shape", "message", "values", "schema", "calls", "match", "stream", "command")
+RUNTIME_MODULES = ("nodes", "call_forms", "shape", "message", "values", "schema", "calls", "match", "stream", "command")
 
 _API = '''
 
