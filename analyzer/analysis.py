@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from analyzer.choices import DEFAULT_ENGINE
 from analyzer.description import (
     SCHEMA_VERSION,
+    STANDARD_SWITCH,
     CallIds,
     Calls,
     Capabilities,
@@ -27,12 +28,14 @@ from analyzer.description import (
     Reasoning,
     TemplateRef,
     Text,
+    ThinkingSwitch,
     Unknown,
 )
 from analyzer.detect.calls import detect_calls
 from analyzer.detect.forms import probe
 from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
+from analyzer.detect.thinking import UNRENDERABLE, thinking_switch
 from analyzer.detect.turn import detect_turn, stops_the_model_writes
 from analyzer.detect.variables import own_variables
 from analyzer.errors import RenderError
@@ -192,11 +195,10 @@ def _tools_capability(session: Session) -> Capability:
 
 
 def _thinking_capability(session: Session) -> Capability:
-    on = session.prompt(extra={"enable_thinking": True})
-    off = session.prompt(extra={"enable_thinking": False})
-    if isinstance(on, Failed) or isinstance(off, Failed):
-        return Capability("unknown", "prompt does not render with enable_thinking set")
-    return Capability("yes") if on != off else Capability("no", "enable_thinking does not change the prompt")
+    switch = thinking_switch(session)
+    if isinstance(switch, ThinkingSwitch):
+        return Capability("yes", "" if switch == STANDARD_SWITCH else f"switched by {switch.variable}")
+    return Capability("unknown" if switch.reason == UNRENDERABLE else "no", switch.reason)
 
 
 def _bind_missing_variables(template: Template, session: Session, warnings: list[str]) -> Session:

@@ -95,7 +95,8 @@ variant_option = click.option("--variant", default=None, help="Named template to
 thinking_option = click.option(
     "--thinking/--no-thinking",
     default=None,
-    help="The enable_thinking value the prompt is rendered with (default: the template's own).",
+    help="Thinking on or off in the prompt, through the template's switch (enable_thinking, or the variable "
+    "the analysis found, such as thinking_mode; default: the template's own).",
 )
 no_parallel_option = click.option("--no-parallel", is_flag=True, help="Allow exactly one call.")
 whitespace_option = click.option(

@@ -67,7 +67,6 @@ ArgumentOrder = Literal["as given", "sorted"]
 IdsWritten = Literal["as given", "generated", "not written"]
 # "separate turn": both are written, but as two assistant messages, the turn's stop between them.
 ContentBeforeCalls = Literal["kept", "dropped", "calls dropped", "separate turn"]
-ReasoningToggle = Literal["enable_thinking"]
 ReasoningScope = Literal["all turns", "turns with tool calls", "not written in history"]
 ResultsJsonContent = Literal["as is", "quoted", "rewritten", "unknown"]
 ResultsRenderedAs = Literal["user turn", "own turn", "inside the assistant turn"]
@@ -208,6 +207,28 @@ class Turn:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingSwitch:
+    """The request variable that turns thinking on and off in the prompt, with the values that do it:
+    ``enable_thinking`` true/false for most templates, another name and values for some (``thinking``,
+    ``thinking_mode`` "enabled"/"disabled"). ``off`` is None where no value tried turns thinking off but
+    the template's default (the variable left unset) does."""
+
+    kind: ClassVar[str] = "thinking_switch"
+    variable: str
+    on: bool | str
+    off: bool | str | None
+
+    def context(self, thinking: bool) -> dict[str, bool | str]:
+        """The template variables that render the prompt with thinking on or off."""
+        value = self.on if thinking else self.off
+        return {} if value is None else {self.variable: value}
+
+
+# The switch requests set where the analysis found none (or none was analysed): most templates read it.
+STANDARD_SWITCH = ThinkingSwitch("enable_thinking", True, False)
+
+
+@dataclass(frozen=True, slots=True)
 class Reasoning:
     kind: ClassVar[str] = "reasoning"
     open: str
@@ -215,9 +236,9 @@ class Reasoning:
     field: str  # the message key the template reads reasoning from ("" when history never writes it)
     forced_open: bool  # the generation prompt itself opens the reasoning block
     empty_block: str  # what history writes for a turn without reasoning ("" when nothing)
-    toggle: ReasoningToggle | Unknown  # the variable that changes the prompt
+    toggle: ThinkingSwitch | Unknown  # the request variable that switches thinking in the prompt
     scope: ReasoningScope  # which final turns keep it
-    opened_when_thinking: bool  # with enable_thinking=true, the generation prompt opens the block
+    opened_when_thinking: bool  # with thinking switched on, the generation prompt opens the block
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +338,7 @@ _NODES: dict[str, type] = {
         CallIds,
         Calls,
         Turn,
+        ThinkingSwitch,
         Reasoning,
         Results,
         Capability,

@@ -56,7 +56,8 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     # /completion fields passed as they are (temperature, top_p, seed, logit_bias)
     sampling: dict[str, Any] = field(default_factory=dict)
-    # template variables besides enable_thinking (OpenAI's chat_template_kwargs)
+    # template variables besides enable_thinking (OpenAI's chat_template_kwargs): the template's own
+    # thinking switch may be one of them
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     whitespace: str = "exact"  # the grammar's: "exact" (the template's own) or "flexible"
 
@@ -110,11 +111,17 @@ def prepare(
         warnings = setup.grammar.warnings() if setup.grammar is not None else ()
         return Completion(body, setup.parser, tool_format, (*notes, *warnings))
     renderer = Renderer.for_template(template, description, engine=engine)
+    thinking = request.thinking
+    if thinking is None and renderer.switch.variable in request.template_kwargs:
+        # The client set the template's own switch (thinking_mode="disabled"): the grammar and the
+        # parser must know which way, as if it had asked for enable_thinking.
+        value = request.template_kwargs[renderer.switch.variable]
+        thinking = True if value == renderer.switch.on else False if value == renderer.switch.off else None
     rendered = renderer.render(
         check_conversation(request.messages),
         tools=request.tools or None,
         generation_prompt=True,
-        thinking=request.thinking,
+        thinking=thinking,
         extra=request.template_kwargs or None,
     )
     shape = lower(description)
@@ -124,7 +131,7 @@ def prepare(
             request.tools,
             tool_choice=request.tool_choice,
             parallel=request.parallel,
-            thinking=request.thinking,
+            thinking=thinking,
             whitespace=request.whitespace,
         )
         if request.tools
@@ -134,7 +141,7 @@ def prepare(
         request, server_prompt(template, rendered), llama_server_fields(grammar, preserved_tokens(shape), shape.stops)
     )
     warnings = grammar.warnings() if grammar is not None else ()
-    return Completion(body, Parser(shape, request.tools, thinking=request.thinking), "native", (*notes, *warnings))
+    return Completion(body, Parser(shape, request.tools, thinking=thinking), "native", (*notes, *warnings))
 
 
 def _body(request: ChatRequest, prompt: str, fields: dict[str, Any]) -> dict[str, Any]:

@@ -354,7 +354,7 @@ def _server_stops(calls: CallsShape | None, stops: tuple[str, ...]) -> tuple[str
 
 def lower(description: FormatDescription) -> OutputShape:
     """The output shape of a description, for every request: whether the prompt opened reasoning
-    depends on the request's ``enable_thinking``, which the shape records and the backends apply."""
+    depends on the request's thinking switch, which the shape records and the backends apply."""
     turn = description.turn
     prefix = split_markers(turn.history_prefix)
     reasoning = None

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.backends.response_template import CONFIG_KEY, into_tokenizer_config
-from analyzer.description import Calls, FormatDescription, Reasoning
+from analyzer.description import Calls, FormatDescription, Reasoning, ThinkingSwitch
 from analyzer.errors import InputError, MissingDependency, RenderError
 from analyzer.lower import escapes
 from analyzer.render.conversation import Renderer
@@ -308,7 +308,7 @@ def model_output(renderer: Renderer, description: FormatDescription, case: Case)
     if case.reasoning:
         turn["reasoning_content"] = case.reasoning
     # A client that wants reasoning turns it on where the template has the switch.
-    switch = isinstance(description.reasoning, Reasoning) and description.reasoning.toggle == "enable_thinking"
+    switch = isinstance(description.reasoning, Reasoning) and isinstance(description.reasoning.toggle, ThinkingSwitch)
     thinking = True if case.reasoning and switch else None
     prompt = renderer.render([USER], tools=tools, generation_prompt=True, thinking=thinking)
     full = renderer.render([USER, turn], tools=tools, thinking=thinking)

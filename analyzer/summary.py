@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from analyzer.description import (
@@ -19,6 +20,7 @@ from analyzer.description import (
     Reasoning,
     Results,
     Text,
+    ThinkingSwitch,
     Unknown,
 )
 
@@ -83,6 +85,9 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
         lines.append(f"  reasoning          {show(r.open)} ... {show(r.close)}  from '{r.field}'{extra}")
         if r.empty_block:
             lines.append(f"  empty reasoning    {show(r.empty_block)}")
+        if isinstance(r.toggle, ThinkingSwitch):
+            off = "unset" if r.toggle.off is None else json.dumps(r.toggle.off)
+            lines.append(f"  thinking switch    {r.toggle.variable}: on {json.dumps(r.toggle.on)}, off {off}")
     else:
         lines.append(f"  reasoning          {show(r)}")
 

@@ -137,7 +137,7 @@ def to_grammar(
     whitespace: str = "exact",
 ) -> Grammar | None:
     """The grammar for calls of ``tools`` in ``shape``'s format; None for ``tool_choice="none"``.
-    ``thinking``: the ``enable_thinking`` the prompt was rendered with (None: the template's default).
+    ``thinking``: whether the prompt was rendered with thinking switched on (None: the template's default).
     ``whitespace``: "exact" (the template's own whitespace and JSON separators, nothing else) or
     "flexible" (bounded whitespace wherever the template writes some, and between JSON tokens).
 

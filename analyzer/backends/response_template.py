@@ -208,7 +208,7 @@ class _Builder:
     def _start_anchor(self) -> tuple[dict[str, str], bool]:
         """Where the assistant's message starts in the prompt: after the generation prompt, less the
         reasoning opener the prompt writes, which the parser must read as the model's. Where the
-        request's enable_thinking makes the prompt open reasoning and the default does not, the
+        request's thinking switch makes the prompt open reasoning and the default does not, the
         message may also start right before an opener that ends the prompt. Also returns whether the
         parser reads something of the prompt before the model's output (the opener), so that "the
         start of the output" is not the start of what it reads."""
@@ -328,7 +328,9 @@ class _Builder:
         if written.startswith("".join(m.text for m in reasoning.open)):
             return ()
         if self.remainder and written.startswith("".join(m.text for m in reasoning.close)):
-            return ()
+            # Where the prompt opens the block only with thinking switched on, the default output
+            # starts with the close marker as its prefix, and the field takes it only after an opener.
+            return () if reasoning.forced_open else prefix
         if self.remainder:
             self.unsupported(
                 "what every turn starts with",

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analyzer.description import Reasoning, ReasoningScope, ReasoningToggle, Turn, Unknown
+from analyzer.description import Reasoning, ReasoningScope, ThinkingSwitch, Turn, Unknown
+from analyzer.detect.thinking import thinking_switch
 from analyzer.diff import common_prefix_len, common_suffix_len
 from analyzer.markers import (
     first_marker,
@@ -94,11 +95,12 @@ _OPEN_TAG = re.compile(r"<([A-Za-z_][\w:.\-]*)>\s*\Z")
 
 
 def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
-    """Reasoning markers when history never writes reasoning: from what ``enable_thinking`` changes in
+    """Reasoning markers when history never writes reasoning: from what the thinking switch changes in
     the generation prompt (thinking off closes the block the prompt opens), or from a prompt that
     opens a tag whose closing tag the template strips from content in history."""
-    on = session.prompt(extra={"enable_thinking": True})
-    off = session.prompt(extra={"enable_thinking": False})
+    switch = thinking_switch(session)
+    on = session.prompt(extra=switch.context(True)) if isinstance(switch, ThinkingSwitch) else None
+    off = session.prompt(extra=switch.context(False)) if isinstance(switch, ThinkingSwitch) else None
     if isinstance(on, str) and isinstance(off, str) and on != off and off.startswith(on):
         close = off[len(on) :]
         start = _last_marker_start(on)
@@ -111,7 +113,7 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
                 forced_open=prompt.rstrip().endswith(on[start:].strip())
                 and not prompt.rstrip().endswith(close.strip()),
                 empty_block="",
-                toggle="enable_thinking",
+                toggle=switch,
                 scope="not written in history",
                 opened_when_thinking=True,
             )
@@ -129,7 +131,7 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
             field="",
             forced_open=True,
             empty_block="",
-            toggle=_toggle(session),
+            toggle=thinking_switch(session),
             scope="not written in history",
             opened_when_thinking=True,
         )
@@ -180,10 +182,10 @@ def _markers(
         m = re.search(re.escape(before.strip()) + r"\s*" + re.escape(after.strip()) + r"\s*", plain)
         if m:
             empty_block = m.group()
-    toggle = _toggle(session)
+    toggle = thinking_switch(session)
     opened_when_thinking = forced_open
-    if toggle == "enable_thinking" and before.strip():
-        on = session.prompt(extra={"enable_thinking": True})
+    if isinstance(toggle, ThinkingSwitch) and before.strip():
+        on = session.prompt(extra=toggle.context(True))
         opened_when_thinking = isinstance(on, str) and _prompt_opens(on, before, after)
     return Reasoning(
         open=before,
@@ -207,11 +209,3 @@ def _prompt_opens(prompt: str, open_marker: str, close: str) -> bool:
         return False
     rest = prompt[at + len(opener) :]
     return first_marker(rest) is None and not (close.strip() and close.strip() in rest)
-
-
-def _toggle(session: Session) -> ReasoningToggle | Unknown:
-    on = session.prompt(extra={"enable_thinking": True})
-    off = session.prompt(extra={"enable_thinking": False})
-    if isinstance(on, Failed) or isinstance(off, Failed):
-        return Unknown("prompt does not render with enable_thinking set")
-    return "enable_thinking" if on != off else Unknown("enable_thinking does not change the prompt")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analyzer.description import FormatDescription, InputForm, Reasoning
+from analyzer.description import STANDARD_SWITCH, FormatDescription, InputForm, Reasoning, ThinkingSwitch
 from analyzer.errors import AnalysisLimitError, ConversationError, RenderError
 from analyzer.render.engines import CompiledTemplate, RenderLimits, compile_mutable, compile_template
 from analyzer.runtime.call_forms import ID_FORMS, id_pattern
@@ -221,6 +221,15 @@ def bound_context(description: FormatDescription) -> dict[str, Any]:
     return {name: "" for name in description.bound_variables}
 
 
+def thinking_switch_of(description: FormatDescription) -> ThinkingSwitch:
+    """The variable and values that switch thinking in ``description``'s template: the one the analysis
+    found, else ``enable_thinking`` (which a template that reads no switch ignores)."""
+    reasoning = description.reasoning
+    if isinstance(reasoning, Reasoning) and isinstance(reasoning.toggle, ThinkingSwitch):
+        return reasoning.toggle
+    return STANDARD_SWITCH
+
+
 class Renderer:
     """A template as analysed: renders OpenAI-style conversations spelled the way it takes them, call
     ids rewritten into the form it takes unless ``rename_id`` says otherwise."""
@@ -231,6 +240,7 @@ class Renderer:
         self.compiled = compiled
         self.spelling = Spelling.from_description(description)
         self.context = bound_context(description)
+        self.switch = thinking_switch_of(description)
         self.rename_id = rename_id if rename_id is not None else fit_id_form(self.spelling.id_form)
 
     @classmethod
@@ -263,10 +273,8 @@ class Renderer:
         extra: dict[str, Any] | None = None,
     ) -> str:
         """The text the template renders for ``messages`` (spelled first); raises ``RenderError``.
-        ``thinking`` sets ``enable_thinking``; ``extra`` adds or overrides context variables."""
-        context = {**self.context, **(extra or {})}
-        if thinking is not None:
-            context["enable_thinking"] = thinking
+        ``thinking`` sets the template's thinking switch; ``extra`` adds or overrides context variables."""
+        context = {**self.context, **(extra or {}), **(self.switch.context(thinking) if thinking is not None else {})}
         return self.compiled.render(
             self.spell(messages), tools=tools, add_generation_prompt=generation_prompt, extra=context
         )

@@ -133,13 +133,13 @@ def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None,
         dest="thinking",
         action="store_true",
         default=thinking,
-        help="the prompt was rendered with enable_thinking true",
+        help="the prompt was rendered with thinking switched on",
     )
     options.add_argument(
         "--no-thinking",
         dest="thinking",
         action="store_false",
-        help="the prompt was rendered with enable_thinking false",
+        help="the prompt was rendered with thinking switched off",
     )
     args = options.parse_args(argv)
     if args.tools:

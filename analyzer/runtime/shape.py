@@ -216,7 +216,7 @@ class CallsShape:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningShape:
-    """A reasoning block. Whether the prompt opened it depends on the request's ``enable_thinking``:
+    """A reasoning block. Whether the prompt opened it depends on the request's thinking switch:
     ``forced_open`` is the template's default, ``opened_when_thinking`` the case of thinking on where
     ``toggle`` says the template reads the variable. ``after``: what every turn writes after the close
     marker (the rest of its prefix: ``<|open|>response<|sep|>``)."""

@@ -48,7 +48,7 @@ class Stream:
         self.shape = shape
         self.tools = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
         self.validate = validate and bool(self.tools)
-        # Whether the prompt opened reasoning depends on the request's enable_thinking.
+        # Whether the prompt opened reasoning depends on the request's thinking switch.
         self._opened_by_prompt = shape.reasoning is not None and shape.reasoning.opened_by_prompt(thinking)
         self._schemas_reported: set[str] = set()  # tools whose unusable schema is already reported
         self._fed = 0  # characters fed so far
@@ -1099,7 +1099,7 @@ def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
 
 class Parser:
     """A parser for one output shape and a set of tools (to validate calls and to type key/value
-    arguments). ``thinking``: the ``enable_thinking`` the prompt was rendered with (None: the
+    arguments). ``thinking``: whether the prompt was rendered with thinking switched on (None: the
     template's default), which decides whether the prompt opened a reasoning block."""
 
     def __init__(

@@ -314,3 +314,24 @@ def test_send_times_out_in_one_line(corpus_dir: Path, tmp_path: Path, stand_in: 
     stand_in.delay = 1.0  # type: ignore[attr-defined]
     with pytest.raises(ServerTimeout, match=r"/completion: no answer within 0.2 s$"):
         send(url(stand_in), prepared, timeout=0.2)
+
+
+def test_a_template_switched_by_its_own_variable(corpus_dir: Path) -> None:
+    """MiniMax-M3 reads thinking from thinking_mode ("enabled"/"disabled"), not enable_thinking: a request
+    that asks for thinking either way gets the prompt that opens the block, and a parser that reads the
+    model's text as reasoning."""
+    template, description = _template(corpus_dir, "MiniMax-M3")
+    reasoning = description.reasoning
+    assert reasoning.toggle.variable == "thinking_mode"  # type: ignore[union-attr]
+    opener = reasoning.open.strip()  # type: ignore[union-attr]
+    asked = [
+        ChatRequest(ASKED, [WEATHER], thinking=True),
+        ChatRequest(ASKED, [WEATHER], template_kwargs={"thinking_mode": "enabled"}),
+    ]
+    for request in asked:
+        prepared = prepare(template, description, request)
+        assert prepared.body["prompt"].rstrip().endswith(opener), request
+        message = prepared.parser.parse("Paris is in France.</mm:think>It is sunny.")
+        assert (message.reasoning_content, message.content) == ("Paris is in France.", "It is sunny."), request
+    off = prepare(template, description, ChatRequest(ASKED, [WEATHER], thinking=False))
+    assert not off.body["prompt"].rstrip().endswith(opener)

@@ -12,6 +12,8 @@ from helpers.samples import SAMPLES, tools_for
 
 from analyzer.analysis import analyze
 from analyzer.backends.parser import Parser
+from analyzer.description import STANDARD_SWITCH
+from analyzer.render.conversation import thinking_switch_of
 from analyzer.sources import load_template
 
 # Samples whose expected message needs something our descriptions say the template does not do,
@@ -42,8 +44,10 @@ def _params():
 def test_sample_parses_to_expected_message(row, corpus_dir):
     description = analyze(load_template(str(corpus_dir / row["template"])))
     expect = row["sample_expect"]
-    # llama-server renders prompts with enable_thinking=true unless told otherwise.
-    message = Parser(description, tools_for(expect), thinking=True).parse(row["sample_output"])
+    # llama-server renders prompts with enable_thinking=true unless told otherwise: thinking on where that
+    # is the template's switch, the template's default where another variable switches it (MiniMax-M3).
+    thinking = True if thinking_switch_of(description) == STANDARD_SWITCH else None
+    message = Parser(description, tools_for(expect), thinking=thinking).parse(row["sample_output"])
     got_calls = [(c.name, json.loads(c.arguments)) for c in message.tool_calls]
     want_calls = [(c["name"], c.get("arguments", {})) for c in expect.get("tool_calls", [])]
     assert got_calls == want_calls, message.to_dict()

@@ -4,9 +4,9 @@ from, whether the generation prompt opens the block, the thinking toggle, and wh
 from __future__ import annotations
 
 import pytest
-from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, chat, describe, lit
+from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, TOOLS, chat, describe, lit
 
-from analyzer.description import Reasoning, Unknown
+from analyzer.description import Reasoning, ThinkingSwitch, Unknown
 
 
 def think(key: str, *, open_: str = "<think>", close: str = "</think>") -> str:
@@ -25,7 +25,10 @@ def test_markers_and_the_key_reasoning_is_read_from(key):
     assert (reasoning.open, reasoning.close, reasoning.field) == ("<think>", "</think>", key)
     assert reasoning.scope == "all turns"
     assert not reasoning.forced_open and reasoning.empty_block == ""
-    assert reasoning.toggle == Unknown("enable_thinking does not change the prompt")
+    assert (
+        isinstance(reasoning.toggle, Unknown)
+        and "no request variable tried switches thinking" in reasoning.toggle.reason
+    )
 
 
 def test_a_template_reading_several_keys_is_described_by_reasoning_content():
@@ -96,10 +99,45 @@ def test_the_thinking_toggle():
     """enable_thinking opens the block in the prompt; off, the prompt writes it closed and empty."""
     prompt = "<|turn|>assistant\n{% if enable_thinking %}<think>{% else %}<think></think>{% endif %}"
     reasoning = reasoning_of(chat(HEAD + think("reasoning_content") + CONTENT + JSON_CALLS + END, prompt=prompt))
-    assert reasoning.toggle == "enable_thinking"
+    assert reasoning.toggle == ThinkingSwitch("enable_thinking", True, False)
     assert reasoning.opened_when_thinking
     description = describe(chat(HEAD + think("reasoning_content") + CONTENT + JSON_CALLS + END, prompt=prompt))
     assert description.capabilities.thinking_toggle.status == "yes"
+
+
+@pytest.mark.parametrize(
+    "condition, switch",
+    [
+        ("thinking", ThinkingSwitch("thinking", True, False)),
+        ("reasoning is defined and reasoning", ThinkingSwitch("reasoning", True, False)),
+        ("thinking_mode == 'enabled'", ThinkingSwitch("thinking_mode", "enabled", "disabled")),
+        # A value the template refuses ("none") leaves the switch off as the template's default.
+        (
+            "reasoning_effort is defined and (reasoning_effort in ['low', 'high'] or raise_exception('no'))",
+            ThinkingSwitch("reasoning_effort", "high", None),
+        ),
+    ],
+)
+def test_a_thinking_switch_of_another_name(condition, switch):
+    """Templates read thinking from other request variables than enable_thinking: the first that
+    opens the block in the prompt, with the values that do it."""
+    prompt = "<|turn|>assistant\n{% if " + condition + " %}<think>{% else %}<think></think>{% endif %}"
+    source = chat(HEAD + think("reasoning_content") + CONTENT + JSON_CALLS + END, prompt=prompt)
+    reasoning = reasoning_of(source)
+    assert reasoning.toggle == switch
+    assert reasoning.opened_when_thinking and not reasoning.forced_open
+    capability = describe(source).capabilities.thinking_toggle
+    assert (capability.status, capability.message) == ("yes", f"switched by {switch.variable}")
+
+
+def test_a_variable_that_changes_only_the_system_prompt_is_no_switch():
+    """reasoning_effort may set how hard a model that always reasons tries ("Reasoning: high" in the
+    system prompt): only a change in how the assistant's turn opens makes it a switch."""
+    system = "{% if reasoning_effort is defined %}Reasoning: {{ reasoning_effort }}{% endif %}"
+    reasoning = reasoning_of(
+        chat(HEAD + think("reasoning_content") + CONTENT + JSON_CALLS + END, before=TOOLS + system)
+    )
+    assert isinstance(reasoning.toggle, Unknown)
 
 
 def test_reasoning_kept_only_on_turns_with_calls():
@@ -114,7 +152,7 @@ def test_markers_from_the_toggle_when_history_never_writes_reasoning():
     reasoning = reasoning_of(chat(prompt=prompt))
     assert (reasoning.open, reasoning.close, reasoning.field) == ("<think>", "</think>", "")
     assert reasoning.scope == "not written in history"
-    assert reasoning.toggle == "enable_thinking" and reasoning.forced_open
+    assert reasoning.toggle == ThinkingSwitch("enable_thinking", True, False) and reasoning.forced_open
 
 
 def test_markers_from_a_tag_the_prompt_opens_and_history_strips():

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.description import Calls, FormatDescription, loads
+from analyzer.render.conversation import thinking_switch_of
 from analyzer.render.engines import CompiledTemplate, compile_mutable, compile_template
 from analyzer.render.session import Session
 from analyzer.sources import load_template
@@ -70,10 +71,10 @@ def assistant_output(
 ) -> str:
     """What the model writes for ``turn`` after ``messages``: the history render past the point where
     the generation prompt ends (the way a server sees the model's output). Render errors propagate.
-    ``thinking``: the ``enable_thinking`` both renders get (None: the template's default)."""
+    ``thinking``: both renders with the template's thinking switch on or off (None: its default)."""
     extra: dict[str, Any] = {name: "" for name in description.bound_variables}
     if thinking is not None:
-        extra["enable_thinking"] = thinking
+        extra.update(thinking_switch_of(description).context(thinking))
     prompt = compiled.render(messages, tools=tools, add_generation_prompt=True, extra=extra)
     full = compiled.render([*messages, turn], tools=tools, extra=extra)
     return full[Session.cut(prompt, full) :]

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from analyzer.backends.gbnf import to_grammar
-from analyzer.description import FormatDescription, Reasoning
+from analyzer.description import FormatDescription, Reasoning, ThinkingSwitch
 from analyzer.errors import RenderError
 from analyzer.lower import lower
 from analyzer.markers import find_markers
@@ -155,17 +155,9 @@ def turn_end(shape: OutputShape, output: str, after: int) -> int:
 # =========================================================================== the corpus checks
 
 
-_REASONING_KNOWN = {
-    "tencent-Hy3": "the prompt ends with an empty reasoning block unless reasoning_effort is 'low' or 'high': "
-    "the analysis probes enable_thinking only, so it finds no toggle, the test renders the default prompt, and the "
-    "render cut there starts inside a block no model can write after that prompt",
-}
-
 # Corpus checks whose renders the grammar cannot take, by check and template, with the reason. Every
-# engine's tests mark them strict xfail: the day the cause is fixed, the entry must go.
-XFAIL: dict[tuple[str, str], str] = {
-    **{("reasoning", name): reason for name, reason in _REASONING_KNOWN.items()},
-}
+# engine's tests mark them strict xfail: the day the cause is fixed, the entry must go. (None today.)
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 def params(test: str, names: list[str], known: dict[tuple[str, str], str] = XFAIL) -> list[Any]:
@@ -280,7 +272,7 @@ def reasoning_thinking(c: Case) -> bool | None:
     """Thinking on where the template has a toggle: a model reasons when asked to, and a prompt rendered
     with thinking off may already close the block (None: the template's default)."""
     reasoning = c.description.reasoning
-    return True if isinstance(reasoning, Reasoning) and isinstance(reasoning.toggle, str) else None
+    return True if isinstance(reasoning, Reasoning) and isinstance(reasoning.toggle, ThinkingSwitch) else None
 
 
 def reasoning_then_a_call_output(c: Case) -> str:

@@ -24,7 +24,7 @@ StreamParser = Stream  # the name the library has always exported
 
 class Parser(_runtime.Parser):
     """A parser for one template's output format and a set of tools (to validate calls and to type
-    key/value arguments). ``thinking``: the ``enable_thinking`` the prompt was rendered with (None:
+    key/value arguments). ``thinking``: whether the prompt was rendered with thinking switched on (None:
     the template's default)."""
 
     def __init__(

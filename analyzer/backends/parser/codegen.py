@@ -116,7 +116,8 @@ def generate_parser_module(
     *,
     thinking: bool | None = None,
 ) -> str:
-    """The module's source. ``tools``: its default tools; ``thinking``: its default ``enable_thinking``."""
+    """The module's source. ``tools``: its default tools; ``thinking``: whether its prompts have thinking
+    switched on by default (None: the template's own)."""
     shape = description if isinstance(description, OutputShape) else lower(description)
     try:
         tools_text = json.dumps(tools or [], allow_nan=False)

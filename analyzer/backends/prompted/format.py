@@ -43,7 +43,7 @@ class PromptedFormat:
     parallel: bool  # several calls in one reply: fenced blocks one after another (the json style has one object)
     reasoning: ReasoningShape | None  # the template's reasoning block, which may come before the reply
     stops: tuple[str, ...]  # the template's turn-end strings
-    thinking: bool | None = None  # the enable_thinking the prompt is rendered with (None: the template's default)
+    thinking: bool | None = None  # thinking on or off in the prompt (None: the template's default)
 
     @property
     def calls(self) -> bool:
