@@ -66,6 +66,17 @@ def check(description, corpus_dir, case):
         return f"FAIL raised {type(exc).__name__}: {exc} (at {frame.filename}:{frame.lineno})"
 
 
+def one_character_at_a_time(parser: Parser, output: str) -> Message:
+    """The message ``parser`` streams from ``output`` fed one character at a time."""
+    streamed, stream = Message(), parser.stream()
+    for ch in output:
+        for delta in stream.feed(ch):
+            apply(streamed, delta)
+    for delta in stream.finish():
+        apply(streamed, delta)
+    return streamed
+
+
 def compare(description, output, content, calls):
     parser = Parser(description, TOOLS)
     message = parser.parse(output)
@@ -77,13 +88,7 @@ def compare(description, output, content, calls):
     forced = isinstance(description.reasoning, Reasoning) and description.reasoning.forced_open
     if forced and message.reasoning_content.strip() not in ("", REASONING):
         return f"FAIL reasoning {message.reasoning_content!r}"
-    streamed = Message()
-    stream = parser.stream()
-    for ch in output:
-        for delta in stream.feed(ch):
-            apply(streamed, delta)
-    for delta in stream.finish():
-        apply(streamed, delta)
+    streamed = one_character_at_a_time(parser, output)
     if streamed.to_dict() != message.to_dict():
         return f"FAIL streaming differs: {streamed.to_dict()} vs {message.to_dict()}"
     return "ok"
@@ -230,12 +235,7 @@ def test_nested_tags_are_read_as_nested_values(corpus_dir, arguments):
     message = parser.parse(output)
     assert not message.errors, message.errors
     assert [json.loads(call.arguments) for call in message.tool_calls] == [arguments], output
-    streamed, stream = Message(), parser.stream()
-    for ch in output:
-        for delta in stream.feed(ch):
-            apply(streamed, delta)
-    for delta in stream.finish():
-        apply(streamed, delta)
+    streamed = one_character_at_a_time(parser, output)
     assert streamed.to_dict() == message.to_dict()
 
 
@@ -256,12 +256,7 @@ def test_after_content_a_call_that_opens_with_a_name_stands_behind_the_separator
         ("get_weather", {"location": "Oslo"}),
         ("search", {"query": "q"}),
     ]
-    streamed, stream = Message(), parser.stream()
-    for ch in output:
-        for delta in stream.feed(ch):
-            apply(streamed, delta)
-    for delta in stream.finish():
-        apply(streamed, delta)
+    streamed = one_character_at_a_time(parser, output)
     assert streamed.to_dict() == message.to_dict()
 
 
@@ -276,11 +271,5 @@ def test_reasoning_then_a_call_reads_as_both(name, corpus_dir):
     assert message.reasoning_content.strip() == PLAN, message.to_dict()
     assert [(call.name, json.loads(call.arguments)) for call in message.tool_calls] == [WEATHER[:2]]
     assert not (message.content or "").strip() and not message.errors, message.to_dict()
-    streamed = Message()
-    stream = parser.stream()
-    for ch in output:
-        for delta in stream.feed(ch):
-            apply(streamed, delta)
-    for delta in stream.finish():
-        apply(streamed, delta)
+    streamed = one_character_at_a_time(parser, output)
     assert streamed.to_dict() == message.to_dict()
