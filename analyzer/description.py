@@ -22,7 +22,8 @@ from analyzer.errors import DescriptionError
 from analyzer.runtime.call_forms import JsonCall as JsonCall  # a call written as one JSON object: the same in both
 from analyzer.runtime.nodes import NodeError, node_from_dict, node_to_dict
 
-SCHEMA_VERSION = 1
+# 2: the reasoning toggle is a thinking switch (variable, on, off), no longer the name enable_thinking.
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -278,7 +278,7 @@ def test_dumps_is_sorted_and_stable() -> None:
         "stop",
     ]
     assert "é ünïcode kept" in text  # not \u-escaped
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == SCHEMA_VERSION == 2
 
 
 def test_dumps_exact_small_node_layout() -> None:
@@ -309,19 +309,19 @@ def test_loads_rejects_non_json() -> None:
 
 def test_loads_rejects_wrong_schema_version() -> None:
     data = to_dict(json_call_description())
-    data["schema_version"] = 2
-    _assert_one_line_description_error(json.dumps(data), "format description must have schema_version 1")
+    data["schema_version"] = 1  # the last version, whose reasoning toggle was a bare name
+    _assert_one_line_description_error(json.dumps(data), "format description must have schema_version 2")
     del data["schema_version"]
-    _assert_one_line_description_error(json.dumps(data), "format description must have schema_version 1")
-    _assert_one_line_description_error("[]", "format description must have schema_version 1")
-    _assert_one_line_description_error('"text"', "format description must have schema_version 1")
+    _assert_one_line_description_error(json.dumps(data), "format description must have schema_version 2")
+    _assert_one_line_description_error("[]", "format description must have schema_version 2")
+    _assert_one_line_description_error('"text"', "format description must have schema_version 2")
 
 
-@pytest.mark.parametrize("version", [True, 1.0])
-def test_loads_rejects_a_schema_version_that_is_not_the_integer_1(version: object) -> None:
+@pytest.mark.parametrize("version", [2.0, "2"])
+def test_loads_rejects_a_schema_version_that_is_not_the_integer_2(version: object) -> None:
     data = to_dict(json_call_description())
     data["schema_version"] = version
-    _assert_one_line_description_error(json.dumps(data), "format description must have schema_version 1")
+    _assert_one_line_description_error(json.dumps(data), "format description must have schema_version 2")
 
 
 def test_loads_rejects_unknown_kind() -> None:
@@ -353,7 +353,7 @@ def test_loads_rejects_missing_field() -> None:
 
 def test_loads_rejects_another_node_at_the_top() -> None:
     data = to_dict(Turn(generation_prompt="", history_prefix="", content_open="", content_close="", end="", stop=()))
-    data["schema_version"] = 1
+    data["schema_version"] = SCHEMA_VERSION
     # schema_version is not a Turn field
     _assert_one_line_description_error(json.dumps(data), "unexpected field(s) ['schema_version'] in 'turn' node")
 
