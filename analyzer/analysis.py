@@ -29,6 +29,7 @@ from analyzer.description import (
     TemplateRef,
     Text,
     ThinkingSwitch,
+    Turn,
     Unknown,
 )
 from analyzer.detect.calls import detect_calls
@@ -107,7 +108,9 @@ def analyze(
     warnings += finding.warnings
     calls = finding.calls
     results = (
-        detect_results(session, turn.stop) if isinstance(calls, Calls) else Unknown("the template writes no tool calls")
+        detect_results(session, _turn_ends(turn))
+        if isinstance(calls, Calls)
+        else Unknown("the template writes no tool calls")
     )
 
     capabilities = Capabilities(
@@ -192,6 +195,14 @@ def _tools_capability(session: Session) -> Capability:
     if isinstance(without, str) and without == with_tools:
         return Capability("no", "tools do not change the prompt")
     return Capability("dropped", "tool definitions are not written")
+
+
+def _turn_ends(turn: Turn) -> tuple[str, ...]:
+    """The stops that end a turn before the next one starts: not a call turn's end that is the next
+    header's first marker (command-r-plus), which starts the tool results' turn as well."""
+    prompt = turn.generation_prompt if isinstance(turn.generation_prompt, str) else ""
+    header_start = turn.call_end if turn.call_end and prompt.startswith(turn.call_end) else ""
+    return tuple(stop for stop in turn.stop if stop != header_start)
 
 
 def _thinking_capability(session: Session) -> Capability:

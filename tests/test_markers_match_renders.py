@@ -396,12 +396,7 @@ def fresh_output(name: str, corpus_dir: Path) -> str:
 
 # Templates whose fresh render the description does not reproduce, with the reason (strict: fixing
 # one must remove it here).
-KNOWN_MISMATCHES = {
-    "CohereForAI-c4ai-command-r-plus-tool_use": "a turn with calls is never closed: after the section closer "
-    "'\\n]```\\n' the template writes the next turn's header (here the instruction it appends to every render), "
-    "not the turn end '<|END_OF_TURN_TOKEN|>' the description reads from content turns; "
-    "it records no end for call turns",
-}
+KNOWN_MISMATCHES: dict[str, str] = {}
 
 NAMES = [d.template.name for d in golden_descriptions(with_calls=True)]
 

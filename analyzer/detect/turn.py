@@ -134,7 +134,8 @@ def call_turn_end(
     turn writes it once, after all its calls: a marker written after every call closes a call, not
     the turn. Only templates whose turns have an end marker of their own have one (where the next
     header ends a turn, it ends call turns too), and only a bracketed marker, which a model writes as
-    one special token."""
+    one special token. Where the shared text holds none, the call turn is not closed and the next
+    header's first marker ends it (``_next_header_start``)."""
     if not (isinstance(end, str) and end.strip() and stop and isinstance(call_output, str) and v.FN1 in call_output):
         return ""
     form = session.form
@@ -150,15 +151,25 @@ def call_turn_end(
         return ""
     shared = shared_turn_end(tool_after, user_after, prompt, opening)
     found = find_markers(shared)  # bracketed only: a run of symbols there is JSON or a code fence (``]```)
-    if not found:
-        return ""
-    marker = found[-1].group()
-    two = session.output(v.assistant(form, calls=(v.CALL1, v.CALL2)))
+    marker = found[-1].group() if found else ""
+    two = session.output(v.assistant(form, calls=(v.CALL1, v.CALL2))) if marker else None
     if isinstance(two, str) and v.FN1 in two and v.FN2 in two:
         first, second = sorted((two.find(v.FN1), two.find(v.FN2)))
         if marker in two[first:second]:
-            return ""
-    return marker
+            marker = ""  # it closes a call, not the turn
+    return marker or _next_header_start(tool_after[len(shared) :], user_after[len(shared) :], prompt)
+
+
+def _next_header_start(after_tool: str, after_user: str, prompt: str | Unknown) -> str:
+    """Where a turn with calls writes no end of its own while content turns do: the first marker of
+    the next turn's header, which both continuations start with and the generation prompt too
+    (command-r-plus: ``<|START_OF_TURN_TOKEN|>`` right after the calls). A model taught by such renders
+    writes it next, so it ends the turn; "" where they start otherwise."""
+    m = marker_at(after_tool.lstrip())
+    if m is None or not isinstance(prompt, str):
+        return ""
+    marker = m.group()
+    return marker if after_user.lstrip().startswith(marker) and prompt.startswith(marker) else ""
 
 
 def final_message_end(final_tail: str, end: str | Unknown, stop: str) -> str:

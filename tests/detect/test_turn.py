@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, calls_of, chat, describe
 
-from analyzer.description import Unknown
+from analyzer.description import Text, Unknown
 
 
 def test_generation_prompt_turn_end_and_stop():
@@ -122,12 +122,26 @@ def test_a_call_turn_with_its_own_end_marker_stops_there_too():
 
 
 def test_a_closer_written_after_every_call_is_not_a_call_turn_end():
-    """<|eom|> after each call closes a call: a turn of two calls writes it twice."""
+    """<|eom|> after each call closes a call (a turn of two calls writes it twice): the turn itself is
+    left open, and the next header ends it."""
     calls = "{% for tc in m.tool_calls or [] %}<call>{{ tc.function | tojson }}</call><|eom|>{% endfor %}"
     assistant = HEAD + CONTENT + "{% if m.tool_calls %}" + calls + "\n{% else %}" + END + "{% endif %}"
     turn = describe(chat(assistant)).turn
-    assert turn.call_end == ""
-    assert turn.stop == ("<|end|>",)
+    assert turn.call_end == "<|turn|>"
+    assert turn.stop == ("<|end|>", "<|turn|>")
+
+
+def test_a_call_turn_left_open_ends_where_the_next_header_starts():
+    """Content turns end with <|end|>, turns with calls with nothing: the next turn's header follows the
+    calls, so its first marker is what a model taught by these renders writes next, and a stop; the
+    tool results' wrapper keeps it as their turn's start."""
+    assistant = HEAD + CONTENT + "{% if m.tool_calls %}" + JSON_CALLS + "\n{% else %}" + END + "{% endif %}"
+    description = describe(chat(assistant))
+    turn = description.turn
+    assert (turn.end, turn.call_end) == ("<|end|>\n", "<|turn|>")
+    assert turn.stop == ("<|end|>", "<|turn|>")
+    results = description.results
+    assert not isinstance(results, Unknown) and results.open == (Text("<|turn|>tool\n"),)
 
 
 def test_results_written_inside_the_turn_are_not_a_call_turn_end():
