@@ -113,13 +113,15 @@ def test_the_grammar_ends_where_a_call_turn_ends_and_the_server_stops_there(name
 
 def test_the_corpus_templates_whose_turns_end_otherwise():
     """The call turns and last messages issue 12 found ending otherwise than content turns, read from
-    their renders (gemma-4-interleaved's call turn ends with <turn|>, as its content turns do)."""
+    their renders (gemma-4-interleaved's call turn ends with <turn|>, as its content turns do), and
+    command-r-plus's call turn, left open until the next header starts."""
     ends = {d.template.name: (d.turn.call_end, d.turn.final_end) for d in golden_descriptions()}
     assert {name: found for name, found in ends.items() if found != ("", "")} == {
         "meetkai-functionary-medium-v3.1": ("<|eom_id|>", ""),
         "upstage-Solar-Open-100B": ("<|calls|>", ""),
         "google-gemma-4-31B-it": ("<|tool_response>", ""),
         "openai-gpt-oss-120b": ("<|call|>", "<|return|>"),
+        "CohereForAI-c4ai-command-r-plus-tool_use": ("<|START_OF_TURN_TOKEN|>", ""),
     }
 
 
