@@ -29,7 +29,6 @@ from analyzer.description import (
     TemplateRef,
     Text,
     ThinkingSwitch,
-    Turn,
     Unknown,
 )
 from analyzer.detect.calls import detect_calls
@@ -37,7 +36,7 @@ from analyzer.detect.forms import probe
 from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
 from analyzer.detect.thinking import UNRENDERABLE, thinking_switch
-from analyzer.detect.turn import detect_turn, stops_the_model_writes
+from analyzer.detect.turn import detect_turn, ends_before_the_next_turn, stops_the_model_writes
 from analyzer.detect.variables import own_variables
 from analyzer.errors import RenderError
 from analyzer.render import variants as v
@@ -108,7 +107,7 @@ def analyze(
     warnings += finding.warnings
     calls = finding.calls
     results = (
-        detect_results(session, _turn_ends(turn))
+        detect_results(session, ends_before_the_next_turn(turn))
         if isinstance(calls, Calls)
         else Unknown("the template writes no tool calls")
     )
@@ -121,7 +120,7 @@ def analyze(
         object_arguments=found.object_arguments,
         string_arguments=found.string_arguments,
         content_none=found.content_none,
-        thinking_toggle=_thinking_capability(session),
+        thinking_toggle=_thinking_capability(session, reasoning),
     )
     return FormatDescription(
         schema_version=SCHEMA_VERSION,
@@ -197,16 +196,10 @@ def _tools_capability(session: Session) -> Capability:
     return Capability("dropped", "tool definitions are not written")
 
 
-def _turn_ends(turn: Turn) -> tuple[str, ...]:
-    """The stops that end a turn before the next one starts: not a call turn's end that is the next
-    header's first marker (command-r-plus), which starts the tool results' turn as well."""
-    prompt = turn.generation_prompt if isinstance(turn.generation_prompt, str) else ""
-    header_start = turn.call_end if turn.call_end and prompt.startswith(turn.call_end) else ""
-    return tuple(stop for stop in turn.stop if stop != header_start)
-
-
-def _thinking_capability(session: Session) -> Capability:
-    switch = thinking_switch(session)
+def _thinking_capability(session: Session, reasoning: Reasoning | Unknown) -> Capability:
+    """Whether a request can switch thinking: the switch the reasoning detection found, else a probe
+    of the prompt (a template may switch a block that history never writes)."""
+    switch = reasoning.toggle if isinstance(reasoning, Reasoning) else thinking_switch(session)
     if isinstance(switch, ThinkingSwitch):
         return Capability("yes", "" if switch == STANDARD_SWITCH else f"switched by {switch.variable}")
     return Capability("unknown" if switch.reason == UNRENDERABLE else "no", switch.reason)

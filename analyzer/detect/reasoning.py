@@ -131,7 +131,7 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
             field="",
             forced_open=True,
             empty_block="",
-            toggle=thinking_switch(session),
+            toggle=switch,
             scope="not written in history",
             opened_when_thinking=True,
         )

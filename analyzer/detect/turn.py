@@ -172,6 +172,14 @@ def _next_header_start(after_tool: str, after_user: str, prompt: str | Unknown) 
     return marker if after_user.lstrip().startswith(marker) and prompt.startswith(marker) else ""
 
 
+def ends_before_the_next_turn(turn: Turn) -> tuple[str, ...]:
+    """The stops that end a turn before the next one starts: not a call turn's end that is the next
+    header's first marker (``_next_header_start``), which starts the tool results' turn as well."""
+    prompt = turn.generation_prompt if isinstance(turn.generation_prompt, str) else ""
+    header_start = turn.call_end if turn.call_end and prompt.startswith(turn.call_end) else ""
+    return tuple(stop for stop in turn.stop if stop != header_start)
+
+
 def final_message_end(final_tail: str, end: str | Unknown, stop: str) -> str:
     """The marker that ends the last assistant message where it is not the end every other one has
     (``<|return|>`` for ``<|end|>``): the first marker of the final render after the content, when that

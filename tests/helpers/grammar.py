@@ -19,7 +19,6 @@ from analyzer.backends.gbnf import to_grammar
 from analyzer.description import FormatDescription, Reasoning, ThinkingSwitch
 from analyzer.errors import RenderError
 from analyzer.lower import lower
-from analyzer.markers import find_markers
 from analyzer.render.engines import CompiledTemplate
 from analyzer.runtime.shape import Marker, OutputShape
 from helpers.golden import Call, assistant_output, compile_for, golden, golden_descriptions, tool_calls
@@ -137,8 +136,8 @@ def calls_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
 def turn_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
     """From where the calls start (as ``calls_span``) to where the model's turn ends: the first stop
     after the calls, which is the end-of-generation token (a model writes it as that token, and a
-    grammar never sees it as text), or where the next turn's header starts when the template writes
-    none for a call turn (command-r-plus writes the next turn right after the calls)."""
+    grammar never sees it as text). A call turn the template leaves open (command-r-plus) has the next
+    header's first marker among the stops."""
     start, end = calls_span(shape, output, count)
     return start, turn_end(shape, output, end)
 
@@ -146,9 +145,6 @@ def turn_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
 def turn_end(shape: OutputShape, output: str, after: int) -> int:
     """Where the model's turn ends after ``after``, as ``turn_span`` says."""
     ends = [at for stop in shape.stops if (at := output.find(stop, after)) >= 0]
-    header = find_markers(shape.generation_prompt, symbols=True)
-    if header and (at := output.find(header[0].group(), after)) >= 0:
-        ends.append(at)
     return min(ends, default=len(output))
 
 
