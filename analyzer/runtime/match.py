@@ -9,12 +9,14 @@ write a newline where the template wrote a space, or nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .call_forms import JsonCall
 from .shape import (
     ArgKey,
     ArgPart,
@@ -41,6 +43,7 @@ from .values import (
     Memo,
     Undecodable,
     coerce,
+    complete_json_at,
     decode,
     decode_arguments,
     decode_notation,
@@ -258,6 +261,13 @@ class CallMatcher:
     def json_args(
         self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
     ) -> Step:
+        start = skip_ws(text, i)
+        complete = complete_json_at(text, start, self.memo)
+        if complete is not None and isinstance(complete[0], dict):
+            # Already the strict JSON object clients expect: passed on as the model wrote it.
+            result.arguments, end = complete
+            result.arguments_text = text[start:end]
+            return end
         span = _json_span(
             text,
             i,
@@ -281,14 +291,20 @@ class CallMatcher:
     def json_call(
         self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
     ) -> Step:
-        span = _json_span(text, i, final, self.memo, "the call ends before it is complete", "expected a JSON object")
-        if not isinstance(span, tuple):
-            return span
-        i, end = span
-        try:
-            call = decode(text[i:end])
-        except Undecodable as exc:
-            return Mismatch(f"the call is not valid JSON: {exc}")
+        complete = complete_json_at(text, skip_ws(text, i), self.memo)
+        if complete is not None:
+            call, end = complete
+        else:
+            span = _json_span(
+                text, i, final, self.memo, "the call ends before it is complete", "expected a JSON object"
+            )
+            if not isinstance(span, tuple):
+                return span
+            i, end = span
+            try:
+                call = decode(text[i:end])
+            except Undecodable as exc:
+                return Mismatch(f"the call is not valid JSON: {exc}")
         if not isinstance(call, dict):
             return Mismatch("the call is not a JSON object")
         layout = part.layout
@@ -453,12 +469,22 @@ def _get(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-def _unread_members(call: dict[str, Any], layout: Any) -> list[tuple[str, str]]:
+@functools.cache
+def _read_paths(layout: JsonCall) -> tuple[tuple[tuple[str, ...], ...], frozenset[str]]:
+    """The key paths a JSON call's layout reads, and the top-level keys it reads whole (no longer
+    path runs through them)."""
+    paths = (layout.name_path, layout.arguments_path, layout.id_path, layout.index_path)
+    read = (*(path for path in paths if path), *(path for path, _ in layout.constants))
+    whole = frozenset(path[0] for path in read if len(path) == 1) - {path[0] for path in read if len(path) > 1}
+    return read, whole
+
+
+def _unread_members(call: dict[str, Any], layout: JsonCall) -> list[tuple[str, str]]:
     """Members of a JSON call that none of the layout's paths reads (a misspelled arguments key, an
     extra field): their text is reported, not dropped."""
-    read = [path for path in (layout.name_path, layout.arguments_path, layout.id_path, layout.index_path) if path] + [
-        path for path, _ in layout.constants
-    ]
+    read, whole = _read_paths(layout)
+    if whole.issuperset(call):
+        return []  # every member is one the layout reads whole: the common case, answered at once
     found: list[tuple[str, str]] = []
     pending: list[tuple[tuple[str, ...], Any]] = [((), call)]
     while pending:

@@ -156,6 +156,20 @@ def _refuse_constant(name: str) -> Any:
 _STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
+def complete_json_at(text: str, start: int, memo: Memo | None = None) -> tuple[Any, int] | None:
+    """The strict JSON object, array or string at ``start`` and where it ends, when the text already
+    holds all of it: the common case, read at C speed in one pass. None otherwise, and then
+    ``value_end`` tells a value still to come from an invalid one. A value the memo has scanned before
+    is not tried again (it was incomplete then), so a growing value is never re-read from its start."""
+    if start >= len(text) or text[start] not in '{["' or (memo and start in memo):
+        return None
+    try:
+        value, end = _STRICT_JSON.raw_decode(text, start)
+        return (value if end - start <= _MAX_DEPTH else _shallow(value)), end
+    except _UNDECODABLE:
+        return None
+
+
 def _as_json(value: Any, depth: int) -> Any:
     """A Python literal as the JSON value it stands for."""
     if depth > _MAX_DEPTH:
