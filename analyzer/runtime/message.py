@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(slots=True)
@@ -112,10 +112,10 @@ def _joined(parts: list[str]) -> str:
     return parts[0] if parts else ""
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
+class Delta(NamedTuple):
     """One streamed change, OpenAI style. Text fields are appended; a call delta names its ``index``
-    and carries ``id`` and ``name`` the first time, then ``arguments`` fragments."""
+    and carries ``id`` and ``name`` the first time, then ``arguments`` fragments. A named tuple: as
+    immutable as a frozen dataclass and three times quicker to make, which a stream does per token."""
 
     content: str = ""
     reasoning_content: str = ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .calls import ToolSchemas, generated_id
@@ -105,22 +106,43 @@ class Stream:
             except UnicodeEncodeError:
                 chunk = self._without_surrogates(chunk)
         self._fed += len(chunk)
+        state = self._state
+        if not self._buf and chunk:
+            # Nothing is pending and nothing in the chunk may start a marker: it is content or
+            # reasoning as it stands, as the state machine would find, without running it for every
+            # token (the state's whitespace rule still applies: trailing whitespace waits).
+            if state == _CONTENT and self._content_started and self._plan.marker_start(chunk) is None:
+                body = chunk.rstrip()
+                if not body:
+                    self._held_ws += chunk
+                    return []
+                delta = Delta(self._held_ws + body)
+                self._held_ws = chunk[len(body) :]
+                self.message.add_text(delta.content, "")
+                return [delta]
+            if (
+                state == _REASONING
+                and self._waiting_call < 0
+                and self.message.has_reasoning
+                and self._plan.reasoning_marker_start(chunk) is None
+            ):
+                body = chunk.rstrip()
+                if not body:
+                    self._held_reasoning_ws += chunk
+                    return []
+                delta = Delta(reasoning_content=self._held_reasoning_ws + body)
+                self._held_reasoning_ws = chunk[len(body) :]
+                self.message.add_text("", delta.reasoning_content)
+                return [delta]
         buf = self._buf
         self._buf = ""
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
-        if self._state == _CALL:
+        if state == _CALL:
             if self._call_ender_last and self._call_ender_last not in chunk:
                 return []  # a call can only end with the last character of its closing text
             if not self._call_ender and chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
                 return []  # what _could_be_complete would say, without running the state machine
-        if self._state == _CONTENT and len(buf) == len(chunk) and not self._plan.may_start_marker(chunk):
-            # Nothing was pending and nothing here may start a marker: the chunk is content as it
-            # stands (what the state machine would find, without running it for every token).
-            deltas: list[Delta] = []
-            self._emit_content(deltas, chunk)
-            self._consume(len(chunk))
-            return deltas
         return self._run(final=False)
 
     def finish(self) -> list[Delta]:
@@ -922,11 +944,12 @@ class _Plan:
             else []
         )
         # The characters content must be watched at: where a marker, a call or a bare JSON object
-        # (its pattern opens with "{") may start.
+        # (its pattern opens with "{") may start; and those of reasoning.
         firsts = {word[0] for word in (*self.watch, *self.call_words)}
         if self.json_opener is not None or self.answer_opener is not None:
             firsts.add("{")
-        self._marker_start = re.compile("[" + "".join(re.escape(c) for c in sorted(firsts)) + "]") if firsts else None
+        self.marker_start = _first_of(firsts)
+        self.reasoning_marker_start = _first_of({word[0] for word in self.reasoning_watch})
 
     @staticmethod
     def _after_reasoning_words(shape: OutputShape) -> tuple[str, ...]:
@@ -945,9 +968,6 @@ class _Plan:
         """Where the first watched word from ``start`` stands, and which (the longest of those there)."""
         m = self._watched.search(buf, start) if self._watched is not None else None
         return (m.start(), m.group()) if m else None
-
-    def may_start_marker(self, text: str) -> bool:
-        return self._marker_start is not None and self._marker_start.search(text) is not None
 
     def _content_markers(self, shape: OutputShape) -> list[str]:
         """What content is watched for: markers that open reasoning, calls, content wrappers, stops."""
@@ -973,6 +993,13 @@ class _Plan:
         if self.fences:
             watch.append(_FENCE)
         return [word for word in dict.fromkeys(watch) if word]
+
+
+def _first_of(characters: set[str]) -> Callable[[str], re.Match[str] | None]:
+    """A search for the first of ``characters`` in a text (None where there is none)."""
+    if not characters:
+        return lambda text: None
+    return re.compile("[" + "".join(re.escape(c) for c in sorted(characters)) + "]").search
 
 
 def words_search(words: list[str]) -> re.Pattern[str] | None:
