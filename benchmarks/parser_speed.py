@@ -201,20 +201,32 @@ def main() -> None:
         f"{statistics.median(per_char):.2f} us per character"
     )
 
-    print("\nadversarial shapes, us per kB (batch, one-character stream) at each size")
+    print(
+        "\nadversarial shapes, us per kB: batch | streamed in 64-byte chunks at each size, growth, and one-character "
+        "streaming at the first two sizes"
+    )
     for name, _ in adversarial(10).items():
-        row = []
-        for size in sizes[:2]:
+        row, batch_per_kb, stream_per_kb = [], [], []
+        for k, size in enumerate(sizes):
             template, text = adversarial(size)[name]
             parser = Parser(
                 next(d for d in golden_descriptions(with_calls=True) if d.template.name == template), ROUND_TRIP_TOOLS
             )
             kb = len(text) / 1000
-            row.append(
-                f"{best(partial(parser.parse, text), repeat) / kb * 1e6:9.0f} "
-                f"{best(partial(streamed, parser, text, 1), 1) / kb * 1e6:9.0f}"
-            )
-        print(f"  {name:32} " + " | ".join(row), flush=True)
+            batch_per_kb.append(best(partial(parser.parse, text), repeat) / kb * 1e6)
+            stream_per_kb.append(best(partial(streamed, parser, text, 64), repeat) / kb * 1e6)
+            row.append(f"{batch_per_kb[-1]:7.0f} {stream_per_kb[-1]:7.0f}")
+            if k < 2:
+                row[-1] += f" {best(partial(streamed, parser, text, 1), 1) / kb * 1e6:7.0f}"
+        growth = max(
+            later / earlier
+            for series in (batch_per_kb, stream_per_kb)
+            for k, earlier in enumerate(series)
+            for later in series[k + 1 :]
+        )
+        worst_flat = max(worst_flat, growth)
+        print(f"  {name:32} " + " | ".join(row) + f"  growth {growth:.2f}", flush=True)
+    print(f"worst growth of the time per kB, corpus formats and adversarial shapes: {worst_flat:.2f} (target <= 1.5)")
 
     times = []
     for description in golden_descriptions(with_calls=True):
