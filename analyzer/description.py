@@ -231,6 +231,9 @@ STANDARD_SWITCH = ThinkingSwitch("enable_thinking", True, False)
 
 @dataclass(frozen=True, slots=True)
 class Reasoning:
+    """How the template writes the model's reasoning: its markers, the message field history reads it
+    from, and what the prompt and the thinking switch do to the block."""
+
     kind: ClassVar[str] = "reasoning"
     open: str
     close: str
@@ -272,6 +275,8 @@ class Capability:
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
+    """What the template can render, each with the renders that show it."""
+
     kind: ClassVar[str] = "capabilities"
     tools: Capability
     tool_calls: Capability
@@ -300,6 +305,8 @@ class InputForm:
 
 @dataclass(frozen=True, slots=True)
 class TemplateRef:
+    """Which template was analysed (its name and hash) and with which Jinja engine."""
+
     kind: ClassVar[str] = "template"
     name: str
     sha256: str
@@ -308,6 +315,9 @@ class TemplateRef:
 
 @dataclass(frozen=True, slots=True)
 class FormatDescription:
+    """The one description of a template's format: every backend (parser, grammar, audit, export,
+    response_template) is generated from it."""
+
     kind: ClassVar[str] = "format_description"
     schema_version: int
     template: TemplateRef

@@ -62,6 +62,8 @@ NEED = _Need()
 
 @dataclass(frozen=True, slots=True)
 class Mismatch:
+    """The text is no call of this shape, and why."""
+
     reason: str
     kind: str = "malformed_call"  # "not_a_reply": a JSON object without a function name
 
@@ -109,6 +111,8 @@ def match_word(text: str, i: int, word: str, final: bool) -> Step:
 
 @dataclass(slots=True)
 class CallMatch:
+    """What a call's text read as, and where it ends."""
+
     end: int
     name: str = ""
     call_id: str | None = None
@@ -409,6 +413,12 @@ def _written_names(names: list[str], escapes: Escapes) -> list[tuple[str, str]]:
     found = [(escape_name(name, escapes), name) for name in names]
     found += [(name, name) for name in names if escape_name(name, escapes) != name]
     return sorted(found, key=lambda item: -len(item[0]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _written_keys(names: tuple[str, ...], escapes: Escapes) -> tuple[str, ...]:
+    """A schema's argument names as written, longest first: read at every argument, worked out once."""
+    return tuple(written for written, _ in _written_names(list(names), escapes))
 
 
 def read_name(text: str, i: int, final: bool, ends: tuple[str, ...], escapes: Escapes = ()) -> Step:
@@ -899,9 +909,7 @@ def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | N
     marker after it follows (whatever its characters: a quote, any script), else one read as
     ``read_name`` does."""
     end = after.text if after is not None else ""
-    declared = (
-        [written for written, _ in _written_names(list(properties), escapes)] if isinstance(properties, dict) else []
-    )
+    declared = _written_keys(tuple(properties), escapes) if isinstance(properties, dict) else ()
     for name in declared:
         if not name or not text.startswith(name, i):
             continue

@@ -8,6 +8,8 @@ from typing import Any, NamedTuple
 
 @dataclass(slots=True)
 class ToolCall:
+    """One call in a message, OpenAI style."""
+
     id: str
     name: str
     arguments: str  # a JSON object, as text

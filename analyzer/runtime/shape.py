@@ -13,6 +13,7 @@ The id forms (``IdForm``, ``ID_FORMS``) and the layout of a call written as one 
 
 from __future__ import annotations
 
+import functools
 import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -60,8 +61,17 @@ def escape_name(name: str, escapes: Escapes) -> str:
     """``name`` as the template writes it."""
     if not escapes:
         return name
-    table = dict(escapes)
-    return "".join(table.get(ch, ch) for ch in name)
+    return name.translate(_escape_table(escapes))
+
+
+@functools.cache
+def _escape_table(escapes: Escapes) -> dict[int, str]:
+    return {ord(ch): text for ch, text in escapes if len(ch) == 1}  # as a name is read: one character at a time
+
+
+@functools.cache
+def _longest_escape_first(escapes: Escapes) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(((ch, text) for ch, text in escapes if text), key=lambda item: -len(item[1])))
 
 
 def unescape_name(written: str, escapes: Escapes) -> str:
@@ -69,7 +79,9 @@ def unescape_name(written: str, escapes: Escapes) -> str:
     is ``&`` and ``quot;``), the longest escape that matches first."""
     if not escapes:
         return written
-    ordered = sorted(((ch, text) for ch, text in escapes if text), key=lambda item: -len(item[1]))
+    ordered = _longest_escape_first(escapes)
+    if not any(text in written for _, text in ordered):
+        return written  # nothing escaped in it: most names
     out: list[str] = []
     i = 0
     while i < len(written):
@@ -94,6 +106,8 @@ class Name:
 
 @dataclass(frozen=True, slots=True)
 class CallId:
+    """The call's id, written in ``form``."""
+
     kind: ClassVar[str] = "call_id"
     form: IdForm
 
@@ -158,6 +172,8 @@ class KeyValueArgs:
 
 @dataclass(frozen=True, slots=True)
 class JsonCallObject:
+    """The whole call as one JSON object laid out as ``layout`` says."""
+
     kind: ClassVar[str] = "json_call_object"
     layout: JsonCall
 

@@ -91,15 +91,7 @@ class Stream:
 
     def feed(self, chunk: str) -> list[Delta]:
         if len(chunk) > _PIECE:
-            # Read in pieces: what is read is cut off the front of the buffer, a copy of what remains,
-            # so a buffer kept short keeps a long output (a million calls) linear.
-            deltas: list[Delta] = []
-            for at in range(0, len(chunk), _PIECE):
-                deltas += self._feed_piece(chunk[at : at + _PIECE])
-            return deltas
-        return self._feed_piece(chunk)
-
-    def _feed_piece(self, chunk: str) -> list[Delta]:
+            return self._feed_pieces(chunk)
         if not chunk.isascii():  # a flag CPython keeps: ASCII text holds no surrogate, at no cost
             try:
                 chunk.encode("utf-8")
@@ -144,6 +136,14 @@ class Stream:
             if not self._call_ender and chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
                 return []  # what _could_be_complete would say, without running the state machine
         return self._run(final=False)
+
+    def _feed_pieces(self, chunk: str) -> list[Delta]:
+        """A long chunk read in pieces: what is read is cut off the front of the buffer, a copy of what
+        remains, so a buffer kept short keeps a long output (a million calls) linear."""
+        deltas: list[Delta] = []
+        for at in range(0, len(chunk), _PIECE):
+            deltas += self.feed(chunk[at : at + _PIECE])
+        return deltas
 
     def finish(self) -> list[Delta]:
         deltas = self._run(final=True)
