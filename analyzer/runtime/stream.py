@@ -12,6 +12,7 @@ Nothing is lost: each character of output ends up in content, reasoning, a call,
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from typing import Any
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
 from .message import Delta, Message, ParseError, apply
-from .shape import Markers, Name, OutputShape
+from .shape import CallsShape, JsonCallObject, Marker, Markers, Name, OutputShape
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
@@ -81,6 +82,7 @@ class Stream:
         self._json_opener, self._answer_opener, self._fences = plan.json_opener, plan.answer_opener, plan.fences
         self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
         self._named_after = plan.named_after
+        self._call_last_characters = plan.call_last_characters
         self._turn_end = plan.turn_end
         self._reasoning_watch, self._reasoning_longest = plan.reasoning_watch, plan.reasoning_longest
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
@@ -130,11 +132,20 @@ class Stream:
         self._buf = ""
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
+        if state == _CONTENT and buf in self._plan.content_waits:
+            return []  # a marker still arriving, as the state machine would find: it waits for more
+        if state == _REASONING and self.message.has_reasoning and buf in self._plan.reasoning_waits:
+            return []
         if state == _CALL:
-            if self._call_ender_last and self._call_ender_last not in chunk:
-                return []  # a call can only end with the last character of its closing text
-            if not self._call_ender and chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
-                return []  # what _could_be_complete would say, without running the state machine
+            # What _could_be_complete would say, without running the state machine.
+            if self._call_ender_last:
+                if self._call_ender_last not in chunk:
+                    return []  # a call can only end with the last character of its closing text
+            elif self._call_last_characters:
+                if not any(character in chunk for character in self._call_last_characters):
+                    return []  # nor without the character every form of a call ends with
+            elif chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
+                return []
         return self._run(final=False)
 
     def _feed_pieces(self, chunk: str) -> list[Delta]:
@@ -724,6 +735,9 @@ class Stream:
             self._scan_from = scanned if scanned > start else start
             return found != -1
         buf = self._buf
+        if self._call_last_characters:
+            # Such a character may have text after it in the same chunk.
+            return any(buf.find(character, self._call_start) != -1 for character in self._call_last_characters)
         if len(buf) > self._call_start and buf[-1] == "\n":
             return True
         # The last character that is not whitespace, found from the end (rstrip would copy the buffer).
@@ -896,6 +910,9 @@ class _Plan:
         self.call_ender = calls.ends_with if calls else ""
         self.call_ender_last = self.call_ender[-1:]
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
+        # Without closing text of its own, a call whose every form ends with a JSON object or a marker
+        # can only end with one of their last characters ("" where a form ends otherwise).
+        self.call_last_characters = _last_characters(calls) if calls and not self.call_ender else ""
         # Between two calls, and what a call opens with: where a raw value may end with its call.
         separator = calls.separator[0].text if calls and calls.separator else ""
         opens = (self.call_opener,) if self.call_opener else tuple(tools.names())
@@ -950,6 +967,12 @@ class _Plan:
             firsts.add("{")
         self.marker_start = _first_of(firsts)
         self.reasoning_marker_start = _first_of({word[0] for word in self.reasoning_watch})
+        # Whole buffers that are a marker still arriving: content and reasoning wait on them as they
+        # stand (where a bare JSON object or an answer may open, content decides by pattern instead).
+        self.content_waits = (
+            _arriving(self.watch) if self.json_opener is None and self.answer_opener is None else frozenset()
+        )
+        self.reasoning_waits = _arriving(self.reasoning_watch)
 
     @staticmethod
     def _after_reasoning_words(shape: OutputShape) -> tuple[str, ...]:
@@ -993,6 +1016,26 @@ class _Plan:
         if self.fences:
             watch.append(_FENCE)
         return [word for word in dict.fromkeys(watch) if word]
+
+
+def _last_characters(calls: CallsShape) -> str:
+    """The characters the call's forms end with, when each ends with a JSON object or a marker; else ""."""
+    found = ""
+    for parts in (calls.call, calls.no_arguments):
+        last = parts[-1] if parts else None
+        if isinstance(last, JsonCallObject):
+            found += "}"
+        elif isinstance(last, Marker) and last.text:
+            found += last.text[-1]
+        elif parts:
+            return ""
+    return "".join(sorted(set(found)))
+
+
+def _arriving(words: list[str]) -> frozenset[str]:
+    """The beginnings of ``words`` that hold none of them whole: text that may yet become one."""
+    starts = {word[:k] for word in words for k in range(1, len(word))}
+    return frozenset(start for start in starts if not any(word in start for word in words))
 
 
 def _first_of(characters: set[str]) -> Callable[[str], re.Match[str] | None]:
@@ -1078,12 +1121,13 @@ def _loose_literal(buf: str, literal: Markers) -> Step:
     """A closing literal at the start of ``buf`` with whitespace where the template wrote some, and
     also between two characters of a marker that are not both word characters (a newline inside
     ``]`` and three backquotes), never inside a word (``</tool_cal ls>`` is no closer)."""
-    target = "".join(marker.text for marker in literal)
-    boundaries, at = set(), 0
-    for marker in literal:
-        at += len(marker.text)
-        boundaries.add(at)
+    target, boundaries = _joined_markers(literal)
     i, k = skip_ws(buf, 0), 0
+    # Written as the template writes it, or the start of that: no character-by-character walk.
+    if buf.startswith(target, i):
+        return i + len(target)
+    if target.startswith(buf[i:]):
+        return NEED
     while k < len(target):
         if i == len(buf):
             return NEED
@@ -1094,6 +1138,16 @@ def _loose_literal(buf: str, literal: Markers) -> Step:
         else:
             return Mismatch(f"expected {target!r}")
     return i
+
+
+@functools.lru_cache(maxsize=256)
+def _joined_markers(literal: Markers) -> tuple[str, frozenset[int]]:
+    """A literal's markers as one text, and where in it each marker ends."""
+    ends, at = [], 0
+    for marker in literal:
+        at += len(marker.text)
+        ends.append(at)
+    return "".join(marker.text for marker in literal), frozenset(ends)
 
 
 def _wordy(ch: str) -> bool:
