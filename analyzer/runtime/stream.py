@@ -12,7 +12,6 @@ Nothing is lost: each character of output ends up in content, reasoning, a call,
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from typing import Any
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
 from .message import Delta, Message, ParseError, apply
-from .shape import CallsShape, JsonCallObject, Marker, Markers, Name, OutputShape
+from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
@@ -82,7 +81,7 @@ class Stream:
         self._json_opener, self._answer_opener, self._fences = plan.json_opener, plan.answer_opener, plan.fences
         self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
         self._named_after = plan.named_after
-        self._call_last_characters = plan.call_last_characters
+        self._call_may_end = plan.call_may_end
         self._turn_end = plan.turn_end
         self._reasoning_watch, self._reasoning_longest = plan.reasoning_watch, plan.reasoning_longest
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
@@ -141,9 +140,9 @@ class Stream:
             if self._call_ender_last:
                 if self._call_ender_last not in chunk:
                     return []  # a call can only end with the last character of its closing text
-            elif self._call_last_characters:
-                if not any(character in chunk for character in self._call_last_characters):
-                    return []  # nor without the character every form of a call ends with
+            elif self._call_may_end is not None:
+                if self._call_may_end(chunk) is None:
+                    return []  # nor without a character some form of a call ends with
             elif chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
                 return []
         return self._run(final=False)
@@ -735,9 +734,9 @@ class Stream:
             self._scan_from = scanned if scanned > start else start
             return found != -1
         buf = self._buf
-        if self._call_last_characters:
+        if self._call_may_end is not None:
             # Such a character may have text after it in the same chunk.
-            return any(buf.find(character, self._call_start) != -1 for character in self._call_last_characters)
+            return self._call_may_end(buf, self._call_start) is not None
         if len(buf) > self._call_start and buf[-1] == "\n":
             return True
         # The last character that is not whitespace, found from the end (rstrip would copy the buffer).
@@ -912,7 +911,8 @@ class _Plan:
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
         # Without closing text of its own, a call whose every form ends with a JSON object or a marker
         # can only end with one of their last characters ("" where a form ends otherwise).
-        self.call_last_characters = _last_characters(calls) if calls and not self.call_ender else ""
+        last = _last_characters(calls) if calls and not self.call_ender else ""
+        self.call_may_end = _first_of(set(last)) if last else None
         # Between two calls, and what a call opens with: where a raw value may end with its call.
         separator = calls.separator[0].text if calls and calls.separator else ""
         opens = (self.call_opener,) if self.call_opener else tuple(tools.names())
@@ -1025,6 +1025,10 @@ def _last_characters(calls: CallsShape) -> str:
         last = parts[-1] if parts else None
         if isinstance(last, JsonCallObject):
             found += "}"
+        elif isinstance(last, JsonArgs):
+            # An object (JSON or Python) ends with "}", a string (arguments the template encodes as
+            # one) with a quote; a model that encodes an object twice is read when the output ends.
+            found += '"' if last.encoding == "string" else "}"
         elif isinstance(last, Marker) and last.text:
             found += last.text[-1]
         elif parts:
@@ -1038,10 +1042,10 @@ def _arriving(words: list[str]) -> frozenset[str]:
     return frozenset(start for start in starts if not any(word in start for word in words))
 
 
-def _first_of(characters: set[str]) -> Callable[[str], re.Match[str] | None]:
-    """A search for the first of ``characters`` in a text (None where there is none)."""
+def _first_of(characters: set[str]) -> Callable[..., re.Match[str] | None]:
+    """A search for the first of ``characters`` in a text, from an offset if given (None where there is none)."""
     if not characters:
-        return lambda text: None
+        return lambda text, start=0: None
     return re.compile("[" + "".join(re.escape(c) for c in sorted(characters)) + "]").search
 
 
@@ -1140,14 +1144,25 @@ def _loose_literal(buf: str, literal: Markers) -> Step:
     return i
 
 
-@functools.lru_cache(maxsize=256)
 def _joined_markers(literal: Markers) -> tuple[str, frozenset[int]]:
-    """A literal's markers as one text, and where in it each marker ends."""
+    """A literal's markers as one text, and where in it each marker ends. Kept by the literal's
+    identity: the shape's literals live as long as their parser, and hashing their markers would
+    cost more than joining them again."""
+    known = _JOINED.get(id(literal))
+    if known is not None and known[0] is literal:
+        return known[1], known[2]
     ends, at = [], 0
     for marker in literal:
         at += len(marker.text)
         ends.append(at)
-    return "".join(marker.text for marker in literal), frozenset(ends)
+    joined = "".join(marker.text for marker in literal)
+    if len(_JOINED) >= 256:
+        _JOINED.clear()
+    _JOINED[id(literal)] = (literal, joined, frozenset(ends))
+    return joined, frozenset(ends)
+
+
+_JOINED: dict[int, tuple[Markers, str, frozenset[int]]] = {}
 
 
 def _wordy(ch: str) -> bool:
