@@ -2,7 +2,7 @@
 same run.
 
 What we time: load the template from disk, compile it, and analyse it, each template in a fresh process
-state (no render cache carried between templates). What llama.cpp does per request, timed in the same
+state (no render cache carried between templates). What llama.cpp does with a template, timed in the same
 run by its C++ through its public API (benchmarks/reference/, built with
 `bash .ci/build-llama-server template-analyzer-reference-bench`; --reference names another build):
 build the chat templates from the source and apply them to one user message with the round-trip tools,
