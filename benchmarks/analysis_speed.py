@@ -89,6 +89,8 @@ def main() -> None:
         "--reference", metavar="BINARY", help=f"llama.cpp's {reference_bench.TARGET} (default: the cached build)"
     )
     args = parser.parse_args()
+    if args.reference and not Path(args.reference).is_file():
+        parser.error(f"--reference {args.reference}: no such file")
     paths = corpus.corpus_templates(corpus.fetch(progress=lambda line: print(line, file=sys.stderr)))
     print_start_up(paths, args.runs)
 

@@ -152,6 +152,8 @@ def main() -> None:
         "--reference", metavar="BINARY", help=f"llama.cpp's {reference_bench.TARGET} (default: the cached build)"
     )
     args = options.parse_args()
+    if args.reference and not Path(args.reference).is_file():
+        options.error(f"--reference {args.reference}: no such file")
     sizes = [int(size) for size in args.sizes.split(",")]
     repeat = 1 if args.quick else 3
     descriptions = [

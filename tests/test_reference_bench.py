@@ -8,6 +8,7 @@ template-analyzer-reference-bench` builds it beside llama-server.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from helpers import reference_bench
@@ -20,14 +21,14 @@ TEMPLATE = "Qwen-Qwen2.5-7B-Instruct"
 
 
 @pytest.fixture(scope="module")
-def binary():
+def binary() -> Path:
     found = reference_bench.reference_binary()
     if found is None:
         pytest.skip(f"no {reference_bench.TARGET} (build it with `{reference_bench.BUILD_COMMAND}`)")
     return found
 
 
-def test_llama_cpp_reads_the_call_the_template_writes(binary):
+def test_llama_cpp_reads_the_call_the_template_writes(binary: Path) -> None:
     description = golden(TEMPLATE)
     [(_, output)] = case_outputs(description, compile_for(description, corpus.fetch()), ["one call"])
     job = {
@@ -47,7 +48,7 @@ def test_llama_cpp_reads_the_call_the_template_writes(binary):
     assert answer["analysis_us"]["best"] > 0 and parsed["parse_us"]["best"] > 0
 
 
-def test_a_job_llama_cpp_cannot_run_is_reported_and_the_next_one_still_runs(binary, tmp_path):
+def test_a_job_llama_cpp_cannot_run_is_reported_and_the_next_one_still_runs(binary: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken.jinja"
     broken.write_text("{% for message in messages %}{{ message.content ", encoding="utf-8")
     good = {"template": str(corpus.fetch() / f"{TEMPLATE}.jinja"), "tools": TOOLS, "messages": [USER]}

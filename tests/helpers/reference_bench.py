@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ def missing_line() -> str:
     )
 
 
-def as_generated(output: str, stops: list[str]) -> str:
+def as_generated(output: str, stops: Iterable[str]) -> str:
     """The round-trip output as llama-server hands it to its parser: the turn's stop string that ends
     it is the end-of-generation token or a stop string, neither of which reaches the text."""
     for stop in sorted(stops, key=len, reverse=True):
