@@ -1,8 +1,8 @@
 """The benchmarks' llama.cpp reference harness (benchmarks/reference/): it must read a call llama.cpp
 can read, so that a broken harness shows here rather than as a fast, wrong figure in a benchmark.
 
-Skips without the harness, which CI does not build: `bash .ci/build-llama-server
-template-analyzer-reference-bench` builds it beside llama-server.
+Skips without the harness (`bash .ci/build-llama-server template-analyzer-reference-bench` builds it
+beside llama-server), except where the build is required (CI, which builds it).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import reference_bench
+from helpers.built import required_binary
 from helpers.golden import compile_for, golden
 from helpers.roundtrip import CASES, TOOLS, USER, case_outputs
 
@@ -22,10 +23,9 @@ TEMPLATE = "Qwen-Qwen2.5-7B-Instruct"
 
 @pytest.fixture(scope="module")
 def binary() -> Path:
-    found = reference_bench.reference_binary()
-    if found is None:
-        pytest.skip(f"no {reference_bench.TARGET} (build it with `{reference_bench.BUILD_COMMAND}`)")
-    return found
+    return required_binary(
+        reference_bench.reference_binary(), reference_bench.TARGET, f"build it with `{reference_bench.BUILD_COMMAND}`"
+    )
 
 
 def test_llama_cpp_reads_the_call_the_template_writes(binary: Path) -> None:
