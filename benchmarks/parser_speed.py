@@ -2,9 +2,10 @@
 streamed, the cost of streaming one character at a time against one batch parse, adversarial shapes,
 and the median parse of the short round-trip outputs.
 
-Printed beside a re-parse-per-token baseline measured in the same run: the approach of servers that
-parse the whole accumulated text again on every token (llama-server does this), emulated with our own
-batch parser on growing prefixes.
+The short outputs are also streamed one and four characters at a time (a token is about four), as a
+ratio to one batch parse, beside a re-parse-per-token baseline measured in the same run: the approach
+of servers that parse the whole accumulated text again on every token (llama-server does this),
+emulated with our own batch parser on growing prefixes.
 
 The short round-trip outputs are also parsed by llama.cpp's own C++ parser in the same run, through
 its public API as llama-server calls it (benchmarks/reference/, built with
@@ -238,16 +239,20 @@ def main() -> None:
             if k < 2:
                 row[-1] += f" {best(partial(streamed, parser, text, 1), 1) / kb * 1e6:7.0f}"
         growth = max(
-            later / earlier
-            for series in (batch_per_kb, stream_per_kb)
-            for k, earlier in enumerate(series)
-            for later in series[k + 1 :]
+            (
+                later / earlier
+                for series in (batch_per_kb, stream_per_kb)
+                for k, earlier in enumerate(series)
+                for later in series[k + 1 :]
+            ),
+            default=1.0,  # one size: nothing to grow from
         )
         worst_flat = max(worst_flat, growth)
         print(f"  {name:32} " + " | ".join(row) + f"  growth {growth:.2f}", flush=True)
     print(f"worst growth of the time per kB, corpus formats and adversarial shapes: {worst_flat:.2f} (target <= 1.5)")
 
     short_outputs(args.reference)
+    short_streaming()
 
 
 def short_outputs(reference: str | None) -> None:
@@ -341,6 +346,40 @@ def short_outputs(reference: str | None) -> None:
             f"{llama_median:.0f} us, {ours_median / llama_median:.1f}x (target <= 2x); ours over all "
             f"{len(all_ours)}: {median:.0f} us"
         )
+
+
+def reparsed(parser: Parser, text: str, size: int) -> None:
+    """What a server that parses the whole text again on every token does: one batch parse per prefix."""
+    for end in range(size, len(text) + size, size):
+        parser.parse(text[:end])
+
+
+def short_streaming() -> None:
+    """The round-trip outputs streamed one and four characters at a time, and re-parsed per four, each
+    over one batch parse of the same output (best of SHORT_REPEAT each)."""
+    ratios: dict[str, dict[str, list[float]]] = {}
+    for description in golden_descriptions(with_calls=True):
+        parser = Parser(description, ROUND_TRIP_TOOLS)
+        per_way = ratios.setdefault(description.template.name, {"1-char": [], "4-char": [], "re-parse": []})
+        for _, text in case_outputs(description, compile_for(description, corpus.fetch()), CASES):
+            batch = best(partial(parser.parse, text), SHORT_REPEAT)
+            per_way["1-char"].append(best(partial(streamed, parser, text, 1), SHORT_REPEAT) / batch)
+            per_way["4-char"].append(best(partial(streamed, parser, text, 4), SHORT_REPEAT) / batch)
+            per_way["re-parse"].append(best(partial(reparsed, parser, text, 4), SHORT_REPEAT) / batch)
+    print("\nshort outputs streamed, over one batch parse: median over all outputs | the worst template's median")
+    for way in ("1-char", "4-char", "re-parse"):
+        overall = statistics.median(r for per_way in ratios.values() for r in per_way[way])
+        worst = max(ratios, key=lambda name: statistics.median(ratios[name][way]))
+        label = {"1-char": "one character at a time", "4-char": "four at a time", "re-parse": "re-parsed per four"}
+        print(
+            f"  {label[way]:24} {overall:5.1f}x | {statistics.median(ratios[worst][way]):5.1f}x ({worst})"
+            + ("  target <= 3x" if way == "1-char" else "")
+        )
+    over = sorted(name for name, per_way in ratios.items() if statistics.median(per_way["1-char"]) > 3)
+    print(
+        f"  templates over 3x one character at a time: {len(over)} of {len(ratios)}"
+        + (f": {', '.join(over)}" if over else "")
+    )
 
 
 if __name__ == "__main__":
