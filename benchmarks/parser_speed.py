@@ -47,6 +47,7 @@ from analyzer.backends.parser import Parser
 from analyzer.description import FormatDescription
 from analyzer.errors import RenderError
 from analyzer.render.conversation import Renderer
+from analyzer.render.engines import RenderLimits
 from analyzer.render.session import Session
 from analyzer.sources import load_template
 
@@ -74,8 +75,12 @@ TOOLS = [
 
 def sample_output(description: FormatDescription, size: int) -> str:
     """Content, then calls whose arguments carry long text, written the way the template writes them."""
+    # A sample is our own render, so the sandbox's bounds (two million characters, two seconds) are
+    # raised to fit the sizes asked for.
     renderer = Renderer.for_template(
-        load_template(str(corpus.fetch() / f"{description.template.name}.jinja")), description
+        load_template(str(corpus.fetch() / f"{description.template.name}.jinja")),
+        description,
+        limits=RenderLimits(max_chars=4 * size + 1_000_000, seconds=60.0, budget_seconds=120.0),
     )
     body = 'def f(x):\n    return x * 2  # <tag> "quoted" (a, b)\n' * max(1, size // 50 // 4)
     count = 4 if description.capabilities.parallel_calls.status == "yes" else 1
