@@ -131,9 +131,16 @@ class Stream:
         self._buf = ""
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
-        if state == _CONTENT and buf in self._plan.content_waits:
-            return []  # a marker still arriving, as the state machine would find: it waits for more
-        if state == _REASONING and self.message.has_reasoning and buf in self._plan.reasoning_waits:
+        # A marker still arriving, as the state machine would find: it waits for more. (Only a buffer
+        # shorter than the longest marker is looked up: hashing a long one would cost its length.)
+        if state == _CONTENT and len(buf) < self._longest and buf in self._plan.content_waits:
+            return []
+        if (
+            state == _REASONING
+            and len(buf) < self._reasoning_longest
+            and self.message.has_reasoning
+            and buf in self._plan.reasoning_waits
+        ):
             return []
         if state == _CALL:
             # What _could_be_complete would say, without running the state machine.
