@@ -471,6 +471,18 @@ def _json_span(
     return start, end
 
 
+def _find_resumed(text: str, word: str, start: int, memo: Memo | None) -> int:
+    """``text.find(word, start)`` in text that only grows (a stream): where an earlier search found
+    nothing, the next one goes on from there, so a long value still arriving is read once, not once
+    per chunk."""
+    key = ("find " + word, start)
+    resume = memo.get(key, start) if memo is not None else start
+    at = text.find(word, resume if isinstance(resume, int) else start)
+    if at == -1 and memo is not None:
+        memo[key] = max(start, len(text) - len(word) + 1)
+    return at
+
+
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
     for key in path:
         if not isinstance(obj, dict) or key not in obj:
@@ -609,9 +621,9 @@ def _match_form(
             syntaxes = group.syntaxes
             if stop and ("raw" in syntaxes or "unknown" in syntaxes):
                 tag = group.tag_of(key)
-                at = tag.close_at(text, i) if tag is not None else text.find(stop, i)
+                at = tag.close_at(text, i) if tag is not None else _find_resumed(text, stop, i, memo)
                 # A value never runs past the end of its call.
-                ends = [e for e in (text.find(t, i) for t in following if t) if e != -1]
+                ends = [e for e in (_find_resumed(text, t, i, memo) for t in following if t) if e != -1]
                 if at != -1 and ends and at > min(ends):
                     return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                 if at == -1:
