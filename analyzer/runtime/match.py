@@ -491,7 +491,7 @@ def _get(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def _read_paths(layout: JsonCall) -> tuple[tuple[tuple[str, ...], ...], frozenset[str]]:
     """The key paths a JSON call's layout reads, and the top-level keys it reads whole (no longer
     path runs through them)."""

@@ -64,12 +64,12 @@ def escape_name(name: str, escapes: Escapes) -> str:
     return name.translate(_escape_table(escapes))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def _escape_table(escapes: Escapes) -> dict[int, str]:
     return {ord(ch): text for ch, text in escapes if len(ch) == 1}  # as a name is read: one character at a time
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def _longest_escape_first(escapes: Escapes) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(((ch, text) for ch, text in escapes if text), key=lambda item: -len(item[1])))
 

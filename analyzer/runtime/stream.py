@@ -1137,7 +1137,7 @@ def _loose_literal(buf: str, literal: Markers) -> Step:
     # Written as the template writes it, or the start of that: no character-by-character walk.
     if buf.startswith(target, i):
         return i + len(target)
-    if target.startswith(buf[i:]):
+    if len(buf) - i < len(target) and target.startswith(buf[i:]):
         return NEED
     while k < len(target):
         if i == len(buf):
