@@ -85,12 +85,8 @@ def main() -> None:
     parser.add_argument("--engine", default="minijinja")
     parser.add_argument("--rounds", type=int, default=3, help="repeat the corpus; the best round counts")
     parser.add_argument("--runs", type=int, default=15, help="fresh processes per start-up figure")
-    parser.add_argument(
-        "--reference", metavar="BINARY", help=f"llama.cpp's {reference_bench.TARGET} (default: the cached build)"
-    )
+    reference_bench.add_reference_option(parser)
     args = parser.parse_args()
-    if args.reference and not Path(args.reference).is_file():
-        parser.error(f"--reference {args.reference}: no such file")
     paths = corpus.corpus_templates(corpus.fetch(progress=lambda line: print(line, file=sys.stderr)))
     print_start_up(paths, args.runs)
 

@@ -154,12 +154,8 @@ def main() -> None:
     options.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated output sizes in bytes")
     options.add_argument("--template", action="append", help="only these corpus templates")
     options.add_argument("--quick", action="store_true", help="one repeat per figure")
-    options.add_argument(
-        "--reference", metavar="BINARY", help=f"llama.cpp's {reference_bench.TARGET} (default: the cached build)"
-    )
+    reference_bench.add_reference_option(options)
     args = options.parse_args()
-    if args.reference and not Path(args.reference).is_file():
-        options.error(f"--reference {args.reference}: no such file")
     sizes = [int(size) for size in args.sizes.split(",")]
     repeat = 1 if args.quick else 3
     descriptions = [
@@ -260,7 +256,7 @@ def main() -> None:
     short_streaming()
 
 
-def short_outputs(reference: str | None) -> None:
+def short_outputs(reference: Path | None) -> None:
     """The round-trip outputs of every corpus template with calls, parsed by us and by llama.cpp in this
     run (each output's best of SHORT_REPEAT parses on both sides)."""
     # template -> [(case, output as llama.cpp gets it, our best parse in us)]

@@ -7,7 +7,6 @@ endpoint (which ignores the chat template) and llama-server's own ``/v1/chat/com
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import time
@@ -16,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers.built import llama_server_binary as llama_server_binary
 
-from analyzer import corpus
 from analyzer.description import FormatDescription
 from analyzer.markers import special_word
 from analyzer.template import Template
@@ -61,15 +60,6 @@ SAMPLING = {"temperature": 0.0, "seed": 7, "n_predict": 400}
 
 # Reports e2e modules write, as (title, path, text); tests/e2e/conftest.py prints them in the summary.
 REPORTS = pytest.StashKey[list[tuple[str, Path, str]]]()
-
-
-def llama_server_binary() -> Path | None:
-    """``LLAMA_SERVER`` if set, else the build .ci/build-llama-server caches beside the corpus."""
-    named = os.environ.get("LLAMA_SERVER")
-    if named:
-        return Path(named)
-    cached = corpus.default_cache_dir() / "corpus" / "llama-cpp-python-0.3.36" / "llama-server" / "bin" / "llama-server"
-    return cached if cached.exists() else None
 
 
 def vocab_gguf(binary: Path) -> Path | None:

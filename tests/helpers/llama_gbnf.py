@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from helpers.built import llama_server_binary
 from helpers.gbnf_check import GrammarError, Verdict
 
 _ACCEPTED = "Input string is valid according to the grammar."
@@ -26,8 +27,6 @@ _TIMEOUT_SECONDS = 60
 def validator_binary() -> Path | None:
     """``LLAMA_GBNF_VALIDATOR`` if set, else ``test-gbnf-validator`` beside the llama-server binary
     (``LLAMA_SERVER`` or the cached build)."""
-    from tests.e2e.server import llama_server_binary
-
     named = os.environ.get("LLAMA_GBNF_VALIDATOR")
     if named:
         return Path(named)

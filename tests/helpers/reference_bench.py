@@ -9,6 +9,7 @@ figure is only taken from an output llama.cpp read right (see ``read_right``).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -17,36 +18,44 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from analyzer import corpus
+from helpers.built import llama_server_binary
 
 TARGET = "template-analyzer-reference-bench"
 BUILD_COMMAND = f"bash .ci/build-llama-server {TARGET}"
 
 
-def default_binary() -> Path:
-    """Beside ``LLAMA_SERVER`` when that is set, else in the build .ci/build-llama-server caches beside
-    the corpus (where the other binaries are looked for)."""
-    server = os.environ.get("LLAMA_SERVER")
-    if server:
-        return Path(server).parent / TARGET
-    return corpus.default_cache_dir() / "corpus" / "llama-cpp-python-0.3.36" / "llama-server" / "bin" / TARGET
+def default_binary() -> Path | None:
+    """Beside llama-server (``LLAMA_SERVER`` or the build .ci/build-llama-server caches), where the
+    other built binaries are looked for; None when that has no llama-server."""
+    server = llama_server_binary()
+    return server.parent / TARGET if server is not None else None
 
 
-def reference_binary(named: str | None = None) -> Path | None:
-    """``named`` (a --reference option) if given, which must exist, else ``default_binary()`` when it
-    exists, else None."""
-    if named:
-        if not Path(named).is_file():
-            raise SystemExit(f"--reference {named}: no such file")
-        return Path(named)
+def add_reference_option(options: argparse.ArgumentParser) -> None:
+    """The benchmarks' ``--reference BINARY``: a name that is no file is a usage error up front."""
+    options.add_argument(
+        "--reference", metavar="BINARY", type=_existing_file, help=f"llama.cpp's {TARGET} (default: the cached build)"
+    )
+
+
+def _existing_file(named: str) -> Path:
+    if not Path(named).is_file():
+        raise argparse.ArgumentTypeError(f"{named}: no such file")
+    return Path(named)
+
+
+def reference_binary(named: Path | None = None) -> Path | None:
+    """``named`` (the --reference option) if given, else ``default_binary()`` when it exists, else None."""
+    if named is not None:
+        return named
     found = default_binary()
-    return found if found.is_file() else None
+    return found if found is not None and found.is_file() else None
 
 
 def missing_line() -> str:
     """The one line a benchmark prints where the harness is not built."""
     return (
-        f"llama.cpp not measured in this run: no {default_binary()}; build it with `{BUILD_COMMAND}` "
+        f"llama.cpp not measured in this run: no {TARGET} beside llama-server; build it with `{BUILD_COMMAND}` "
         "(or name one with --reference)"
     )
 
