@@ -12,9 +12,10 @@ Nothing is lost: each character of output ends up in content, reasoning, a call,
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .calls import ToolSchemas, generated_id
@@ -82,6 +83,7 @@ class Stream:
         self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
         self._named_after = plan.named_after
         self._call_may_end = plan.call_may_end
+        self._waits_longest = plan.waits_longest
         self._turn_end = plan.turn_end
         self._reasoning_watch, self._reasoning_longest = plan.reasoning_watch, plan.reasoning_longest
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
@@ -131,17 +133,6 @@ class Stream:
         self._buf = ""
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
-        # A marker still arriving, as the state machine would find: it waits for more. (Only a buffer
-        # shorter than the longest marker is looked up: hashing a long one would cost its length.)
-        if state == _CONTENT and len(buf) < self._longest and buf in self._plan.content_waits:
-            return []
-        if (
-            state == _REASONING
-            and len(buf) < self._reasoning_longest
-            and self.message.has_reasoning
-            and buf in self._plan.reasoning_waits
-        ):
-            return []
         if state == _CALL:
             # What _could_be_complete would say, without running the state machine.
             if self._call_ender_last:
@@ -151,6 +142,16 @@ class Stream:
                 if self._call_may_end(chunk) is None:
                     return []  # nor without a character some form of a call ends with
             elif chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
+                return []
+            return self._run(final=False)
+        # A marker still arriving: the state machine would wait for more. (Only a buffer shorter than
+        # the longest marker is looked up: hashing a long one would cost its length.)
+        if len(buf) < self._waits_longest and buf in self._plan.waits[state] and not self._fenced:
+            if state == _REASONING:
+                # Before any reasoning, also what follows a reasoning block the model skipped.
+                if not self.message.has_reasoning or buf in self._plan.reasoning_waits:
+                    return []
+            elif state != _AFTER_REASONING or not self._after_reasoning_read:
                 return []
         return self._run(final=False)
 
@@ -974,12 +975,34 @@ class _Plan:
             firsts.add("{")
         self.marker_start = _first_of(firsts)
         self.reasoning_marker_start = _first_of({word[0] for word in self.reasoning_watch})
-        # Whole buffers that are a marker still arriving: content and reasoning wait on them as they
-        # stand (where a bare JSON object or an answer may open, content decides by pattern instead).
-        self.content_waits = (
-            _arriving(self.watch) if self.json_opener is None and self.answer_opener is None else frozenset()
-        )
+        # Whole buffers that are a marker still arriving, on which a state's step waits for more: a feed
+        # that leaves one skips the state machine. A step skipped is taken at a later feed or at the
+        # finish on the longer text, which the machine reads alike however it is cut into chunks: these
+        # only spare work, and each is one the machine itself waits on (tests check both).
+        waits: list[frozenset[str]] = [frozenset()] * len(_STATES)
+        waits[_START] = _beginnings([shape.prefix])
         self.reasoning_waits = _arriving(self.reasoning_watch)
+        if shape.reasoning is not None:
+            # Reasoning's closer of several markers is read whole. Before any reasoning, what follows a
+            # reasoning block the model skipped is waited on too.
+            self.reasoning_waits |= _beginnings([shape.reasoning.close])
+            first = [(Marker(word),) for word in self.after_reasoning_words]
+            waits[_REASONING] = self.reasoning_waits | _beginnings(first)
+            waits[_AFTER_REASONING] = _beginnings([shape.reasoning.after])
+        content = _arriving(self.watch)
+        if calls is not None:
+            # A section's opener of several markers is read whole before the section starts. Right
+            # after it, a call's opener or the section's closer; after a call, a separator and the next
+            # call's opener, or that closer.
+            opener, close, between = calls.opener, calls.section_close, calls.separator or ()
+            content |= _beginnings([calls.section_open])
+            space = calls.section_open[-1].trail if calls.section_open else ""
+            waits[_SECTION] = _beginnings([opener, close], space)
+            waits[_AFTER_CALL] = _beginnings([(*between, *opener), between, close])
+        # A bare JSON object or an answer opens with "{": text without one is no such opening.
+        waits[_CONTENT] = frozenset(word for word in content if "{" not in word)
+        self.waits: tuple[frozenset[str], ...] = tuple(waits)
+        self.waits_longest = max((len(word) + 1 for words in self.waits for word in words), default=0)
 
     @staticmethod
     def _after_reasoning_words(shape: OutputShape) -> tuple[str, ...]:
@@ -1047,6 +1070,25 @@ def _arriving(words: list[str]) -> frozenset[str]:
     """The beginnings of ``words`` that hold none of them whole: text that may yet become one."""
     starts = {word[:k] for word in words for k in range(1, len(word))}
     return frozenset(start for start in starts if not any(word in start for word in words))
+
+
+def _beginnings(literals: Sequence[Markers], space: str = "") -> frozenset[str]:
+    """The beginnings of ``literals``, short of the whole: each as its markers' text alone and as the
+    template writes it (its whitespace between and around the markers, and ``space``, the whitespace
+    written before where it stands, in front)."""
+    texts = set()
+    for markers in literals:
+        if not markers:
+            continue
+        plain = "".join(marker.text for marker in markers)
+        spaced = markers[0].text + "".join(
+            (before.trail or after.lead) + after.text for before, after in itertools.pairwise(markers)
+        )
+        for text in (plain, spaced):
+            for lead in {"", markers[0].lead, space}:
+                for trail in {"", markers[-1].trail}:
+                    texts.add(lead + text + trail)
+    return frozenset(text[:k] for text in texts for k in range(1, len(text)))
 
 
 def _first_of(characters: set[str]) -> Callable[..., re.Match[str] | None]:

@@ -1,0 +1,47 @@
+"""The buffers on which a stream skips its state machine (a marker still arriving) are ones the machine
+itself waits on, on every corpus format: skipping them delays no delta."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from helpers.golden import golden_descriptions
+from helpers.roundtrip import TOOLS
+
+from analyzer.backends.parser import Parser
+from analyzer.runtime import stream
+
+DESCRIPTIONS = golden_descriptions()
+STATE_NAMES = {
+    stream._START: "the start",
+    stream._REASONING: "reasoning",
+    stream._AFTER_REASONING: "after reasoning",
+    stream._CONTENT: "content",
+    stream._SECTION: "a call section's start",
+    stream._AFTER_CALL: "after a call",
+}
+
+
+@pytest.mark.parametrize("description", DESCRIPTIONS, ids=[d.template.name for d in DESCRIPTIONS])
+def test_every_wait_is_one_the_state_machine_waits_on(description) -> None:
+    parser = Parser(description, TOOLS)
+    waits = parser._plan.waits
+    assert set(STATE_NAMES) >= {state for state, words in enumerate(waits) if words}
+    if description.calls is not None and parser.shape.calls is not None and parser.shape.calls.opener:
+        assert waits[stream._AFTER_CALL], "a format whose calls open with a marker waits between calls"
+    checked = 0
+    for state, words in enumerate(waits):
+        for word in sorted(words):
+            # Reasoning waits on some of these only before any reasoning was read (when the model
+            # skipped it): after some, only on the ones a reasoning marker begins with.
+            reasoning_read = (False, True) if word in parser._plan.reasoning_waits else (False,)
+            for content_started, has_reasoning in itertools.product((False, True), reasoning_read):
+                run = parser.stream()
+                run._state, run._buf, run._content_started = state, word, content_started
+                if has_reasoning:
+                    run.message.add_text("", "earlier reasoning")
+                deltas = run._run(final=False)
+                assert deltas == [], f"{STATE_NAMES[state]}: {word!r} gives {deltas}"
+                checked += 1
+    assert checked >= 2 * sum(len(words) for words in waits)
