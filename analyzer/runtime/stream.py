@@ -991,16 +991,17 @@ class _Plan:
             waits[_AFTER_REASONING] = _beginnings([shape.reasoning.after])
         content = _arriving(self.watch)
         if calls is not None:
-            # A section's opener of several markers is read whole before the section starts. Right
-            # after it, a call's opener or the section's closer; after a call, a separator and the next
-            # call's opener, or that closer.
+            # Content waits while a section's opener, or (without one) a first call's opener, arrives whole.
+            # Right after the section's opener, a call's opener or the section's closer; after a call, a
+            # separator and the next call's opener, or that closer.
             opener, close, between = calls.opener, calls.section_close, calls.separator or ()
-            content |= _beginnings([calls.section_open])
+            content |= _beginnings([calls.section_open, (*calls.section_open, *opener)])
             space = calls.section_open[-1].trail if calls.section_open else ""
             waits[_SECTION] = _beginnings([opener, close], space)
             waits[_AFTER_CALL] = _beginnings([(*between, *opener), between, close])
-        # A bare JSON object or an answer opens with "{": text without one is no such opening.
-        waits[_CONTENT] = frozenset(word for word in content if "{" not in word)
+        # A bare JSON object or an answer opens with "{": text without one is no such opening, and a
+        # bare JSON call's opening is waited on up to its first key.
+        waits[_CONTENT] = frozenset(word for word in content if "{" not in word) | _json_call_openings(calls)
         self.waits: tuple[frozenset[str], ...] = tuple(waits)
         self.waits_longest = max((len(word) + 1 for words in self.waits for word in words), default=0)
 
@@ -1088,6 +1089,19 @@ def _beginnings(literals: Sequence[Markers], space: str = "") -> frozenset[str]:
             for lead in {"", markers[0].lead, space}:
                 for trail in {"", markers[-1].trail}:
                     texts.add(lead + text + trail)
+    return frozenset(text[:k] for text in texts for k in range(1, len(text)))
+
+
+def _json_call_openings(calls: CallsShape | None) -> frozenset[str]:
+    """The beginnings of a bare JSON call up to its first key, as written with and without space."""
+    if calls is None or not calls.trigger.pattern or not calls.call:
+        return frozenset()  # calls behind a marker
+    first = calls.call[0]
+    if not isinstance(first, JsonCallObject):
+        return frozenset()
+    layout = first.layout
+    key = "" if layout.name_is_key or not layout.key_order else json.dumps(layout.key_order[0])
+    texts = {"{" + space + (key or '"') for space in ("", " ", "\n")}
     return frozenset(text[:k] for text in texts for k in range(1, len(text)))
 
 
