@@ -11,11 +11,13 @@ from analyzer.errors import InputError, RenderError, RenderLimitError, TemplateS
 from analyzer.render.engines import (
     DEFAULT_ENGINE,
     FIXED_NOW,
+    IndentedJsonMemo,
     RenderLimits,
     compile_mutable,
     compile_template,
     get_engine,
     rewrite_generation_tags,
+    tojson,
 )
 from analyzer.template import Template
 
@@ -106,6 +108,46 @@ def test_rewrite_generation_tags() -> None:
 )
 def test_tojson_like_transformers(engine: str, source: str, expected: str) -> None:
     assert render(source, engine) == expected
+
+
+INDENTED = [
+    ({"b": [1, 2.5, None], "a": {"é": "<x>"}}, {"indent": 2}),
+    ({"b": [1, 2.5, None], "a": {"é": "<x>"}}, {"indent": 4, "sort_keys": True}),
+    ({"b": [1, 2.5, None], "a": {"é": "<x>"}}, {"indent": 4, "ensure_ascii": True}),
+    ({"b": [1, 2.5, None], "a": {"é": "<x>"}}, {"indent": "\t", "separators": [",", ": "]}),
+    ({1: "int key", "1": "str key", True: []}, {"indent": 2}),
+    ([{"k": float("nan")}, {}, []], {"indent": 0}),
+]
+
+
+def test_indented_tojson_remembered_is_written_as_json_writes_it() -> None:
+    """The same value twice (the second from the memo) and a value that differs only where compact
+    text shows it: each exactly what json writes."""
+    memo = IndentedJsonMemo()
+    for _ in range(2):
+        for value, options in INDENTED:
+            assert memo(value, **options) == tojson(value, **options)
+    assert memo({"a": 1}, indent=2) != memo({"a": "1"}, indent=2)
+    assert memo({"a": 1}, indent=2) != memo({"a": 1}, indent=3)
+
+
+def test_indented_tojson_refuses_what_json_refuses() -> None:
+    memo = IndentedJsonMemo()
+    with pytest.raises(TypeError, match="map"):
+        memo({"a": map(str, [])}, indent=2)
+    looped: list[object] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular"):
+        memo(looped, indent=2)
+
+
+def test_indented_tojson_memo_is_bounded() -> None:
+    memo = IndentedJsonMemo()
+    for n in range(IndentedJsonMemo.KEPT * 2):
+        assert memo({"n": n}, indent=2) == tojson({"n": n}, indent=2)
+    long = {"text": "x" * (IndentedJsonMemo.LONGEST + 1)}
+    assert memo(long, indent=2) == tojson(long, indent=2)
+    assert len(memo._written) == IndentedJsonMemo.KEPT
 
 
 def test_raise_exception(engine: str) -> None:

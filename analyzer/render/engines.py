@@ -130,6 +130,42 @@ def tojson(
     )
 
 
+class IndentedJsonMemo:
+    """``tojson`` for one compiled template, remembering the indented JSON it writes. Analysis renders
+    the same tools in dozens of conversations, and Python's json writes indented text in Python (only
+    compact text is written in C): compact text, written in C, names what the indented text will be
+    (the same value, key order and escaping), so each distinct value is indented once. Bounded, so
+    that a template cannot grow it without limit."""
+
+    KEPT, LONGEST = 64, 16_384  # entries, and the longest compact text remembered
+
+    def __init__(self) -> None:
+        self._written: dict[tuple[Any, ...], str] = {}
+
+    def __call__(
+        self,
+        value: Any,
+        ensure_ascii: bool = False,
+        indent: Any = None,
+        separators: Any = None,
+        sort_keys: bool = False,
+    ) -> str:
+        if indent is None:
+            return tojson(value, ensure_ascii, indent, separators, sort_keys)
+        compact = json.dumps(value, ensure_ascii=ensure_ascii, sort_keys=sort_keys, default=_json_default)
+        try:
+            key = (compact, ensure_ascii, indent, tuple(separators) if separators is not None else None)
+            hash(key)
+        except TypeError:
+            return tojson(value, ensure_ascii, indent, separators, sort_keys)  # arguments json will refuse
+        written = self._written.get(key)
+        if written is None:
+            written = tojson(value, ensure_ascii, indent, separators, sort_keys)
+            if len(compact) <= self.LONGEST and len(self._written) < self.KEPT:
+                self._written[key] = written
+        return written
+
+
 def _json_default(value: Any) -> Any:
     # jinja2 hands lazy generators (map(), select()) to tojson; transformers fails on them too, so we
     # fail the same way, but with a message that says what happened.
@@ -236,7 +272,7 @@ class MiniJinjaTemplate:
             auto_escape_callback=lambda name: False,
             fuel=limits.fuel,
         )
-        env.add_filter("tojson", tojson)
+        env.add_filter("tojson", IndentedJsonMemo())
         env.add_filter("indent", _indent)
         env.add_test("iterable", _is_iterable)
         env.add_function("raise_exception", raise_exception)  # type: ignore[attr-defined]  # in minijinja, not its stubs

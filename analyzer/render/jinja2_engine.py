@@ -20,6 +20,7 @@ import jinja2.sandbox
 
 from analyzer.errors import RenderError, RenderLimitError, TemplateSyntaxError
 from analyzer.render.engines import (
+    IndentedJsonMemo,
     RenderLimits,
     TemplateRaised,
     base_context,
@@ -29,7 +30,6 @@ from analyzer.render.engines import (
     out_of_memory,
     raise_exception,
     strftime_now,
-    tojson,
 )
 from analyzer.template import Template
 
@@ -151,7 +151,7 @@ class Jinja2Template:
         )
         env.deadline = self._deadline
         env.max_chars = limits.max_chars
-        env.filters["tojson"] = tojson
+        env.filters["tojson"] = IndentedJsonMemo()
         env.globals["raise_exception"] = raise_exception
         env.globals["strftime_now"] = strftime_now
         limits.check_budget(template.name)
