@@ -151,8 +151,10 @@ class Stream:
                 # Before any reasoning, also what follows a reasoning block the model skipped.
                 if not self.message.has_reasoning or buf in self._plan.reasoning_waits:
                     return []
-            elif state != _AFTER_REASONING or not self._after_reasoning_read:
-                return []
+            elif not (
+                (state == _START and self._prefix_read) or (state == _AFTER_REASONING and self._after_reasoning_read)
+            ):
+                return []  # (a turn's prefix and what follows reasoning are read once: waited on before)
         return self._run(final=False)
 
     def _feed_pieces(self, chunk: str) -> list[Delta]:
