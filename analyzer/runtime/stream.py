@@ -79,6 +79,7 @@ class Stream:
             plan.call_ender_last,
             plan.call_opener,
         )
+        self._call_ender_after = plan.call_ender_after
         self._json_opener, self._answer_opener, self._fences = plan.json_opener, plan.answer_opener, plan.fences
         self._watch, self._longest, self._call_words = plan.watch, plan.longest, plan.call_words
         self._named_after = plan.named_after
@@ -737,13 +738,18 @@ class Stream:
     def _could_be_complete(self) -> bool:
         """Cheap test before a full match: the text that ends a call has arrived."""
         text = self._call_ender
+        buf = self._buf
         if text:
             start, scanned = self._call_start, self._scan_from
-            found = self._buf.find(text, scanned if scanned > start else start)
-            scanned = len(self._buf) - len(text)
+            found = buf.find(text, scanned if scanned > start else start)
+            before = self._call_ender_after
+            # A call ends with its last two markers together (``[</invoke>`` ``]<]minimax[>``), where
+            # the last alone may also stand after each argument.
+            while found != -1 and before and not _marker_before(buf, found, before, start):
+                found = buf.find(text, found + 1)
+            scanned = len(buf) - len(text)
             self._scan_from = scanned if scanned > start else start
             return found != -1
-        buf = self._buf
         if self._call_may_end is not None:
             # Such a character may have text after it in the same chunk.
             return self._call_may_end(buf, self._call_start) is not None
@@ -918,6 +924,7 @@ class _Plan:
         # The text that ends a call, and its last character: a chunk without it cannot complete one.
         self.call_ender = calls.ends_with if calls else ""
         self.call_ender_last = self.call_ender[-1:]
+        self.call_ender_after = _marker_before_last(calls) if calls and self.call_ender else ""
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
         # Without closing text of its own, a call whose every form ends with a JSON object or a marker
         # can only end with one of their last characters ("" where a form ends otherwise).
@@ -1073,6 +1080,35 @@ def _arriving(words: list[str]) -> frozenset[str]:
     """The beginnings of ``words`` that hold none of them whole: text that may yet become one."""
     starts = {word[:k] for word in words for k in range(1, len(word))}
     return frozenset(start for start in starts if not any(word in start for word in words))
+
+
+def _marker_before_last(calls: CallsShape) -> str:
+    """The text every form of a call writes right before its last marker: the end they share of the
+    marker before it ("" if none)."""
+    shared: str | None = None
+    for parts in (calls.call, calls.no_arguments):
+        if parts is None:
+            continue
+        if len(parts) < 2 or not isinstance(parts[-1], Marker) or parts[-1].text != calls.ends_with:
+            return ""
+        before = parts[-2]
+        if not isinstance(before, Marker):
+            return ""
+        text = before.text
+        if shared is not None:
+            k = 0
+            while k < min(len(text), len(shared)) and text[-1 - k] == shared[-1 - k]:
+                k += 1
+            text = text[len(text) - k :]
+        shared = text
+    return shared or ""
+
+
+def _marker_before(buf: str, at: int, marker: str, start: int) -> bool:
+    """Whether ``marker`` stands right before ``at`` in ``buf``, whitespace between, at or after ``start``."""
+    while at > start and buf[at - 1].isspace():
+        at -= 1
+    return buf.endswith(marker, start, at)
 
 
 def _beginnings(literals: Sequence[Markers], space: str = "") -> frozenset[str]:
