@@ -1000,9 +1000,9 @@ class _Plan:
             waits[_AFTER_REASONING] = _beginnings([shape.reasoning.after])
         content = _arriving(self.watch)
         if calls is not None:
-            # Content waits while a section's opener, or (without one) a first call's opener, arrives whole.
-            # Right after the section's opener, a call's opener or the section's closer; after a call, a
-            # separator and the next call's opener, or that closer.
+            # Content waits while a section's opener arrives whole, and a first call's opener after it
+            # (or alone). Right after the section's opener, a call's opener or the section's closer;
+            # after a call, a separator and the next call's opener, or that closer.
             opener, close, between = calls.opener, calls.section_close, calls.separator or ()
             content |= _beginnings([calls.section_open, (*calls.section_open, *opener)])
             space = calls.section_open[-1].trail if calls.section_open else ""

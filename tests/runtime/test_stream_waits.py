@@ -6,9 +6,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from helpers.golden import golden_descriptions
-from helpers.roundtrip import TOOLS
+from helpers.golden import compile_for, golden_descriptions
+from helpers.roundtrip import CASES, TOOLS, case_outputs
 
+from analyzer import corpus
 from analyzer.backends.parser import Parser
 from analyzer.runtime import stream
 
@@ -45,3 +46,29 @@ def test_every_wait_is_one_the_state_machine_waits_on(description) -> None:
                 assert deltas == [], f"{STATE_NAMES[state]}: {word!r} gives {deltas}"
                 checked += 1
     assert checked >= 2 * sum(len(words) for words in waits)
+
+
+def test_a_call_whose_last_marker_recurs_is_emitted_as_its_end_arrives() -> None:
+    """Where a call's last marker also stands inside it (after each argument), a call is matched only
+    where the marker before that last one stands too: streamed one character at a time, each call of
+    the round-trip outputs is still emitted at the character that ends it, not later."""
+    checked = 0
+    for description in golden_descriptions(with_calls=True):
+        parser = Parser(description, TOOLS)
+        before, ender = parser._plan.call_ender_after, parser._plan.call_ender
+        if not before:
+            continue
+        for case, text in case_outputs(description, compile_for(description, corpus.fetch()), CASES):
+            run, emitted = parser.stream(), 0
+            for at, ch in enumerate(text):
+                named = [delta for delta in run.feed(ch) if delta.call_name]
+                if named:
+                    seen = text[: at + 1]
+                    assert len(named) == 1, (description.template.name, case, seen[-60:])
+                    assert seen.endswith(ender), (description.template.name, case, seen[-60:])
+                    assert seen[: -len(ender)].rstrip().endswith(before), (description.template.name, case)
+                    emitted += 1
+            run.finish()
+            assert emitted == len(run.message.tool_calls) == len(parser.parse(text).tool_calls), case
+            checked += emitted
+    assert checked >= 20
