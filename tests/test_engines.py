@@ -115,7 +115,7 @@ INDENTED = [
     ({"b": [1, 2.5, None], "a": {"é": "<x>"}}, {"indent": 4, "sort_keys": True}),
     ({"b": [1, 2.5, None], "a": {"é": "<x>"}}, {"indent": 4, "ensure_ascii": True}),
     ({"b": [1, 2.5, None], "a": {"é": "<x>"}}, {"indent": "\t", "separators": [",", ": "]}),
-    ({1: "int key", "1": "str key", True: []}, {"indent": 2}),
+    ({1: "int key", "1": "str key", None: []}, {"indent": 2}),
     ([{"k": float("nan")}, {}, []], {"indent": 0}),
 ]
 

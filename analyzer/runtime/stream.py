@@ -984,35 +984,9 @@ class _Plan:
             firsts.add("{")
         self.marker_start = _first_of(firsts)
         self.reasoning_marker_start = _first_of({word[0] for word in self.reasoning_watch})
-        # Whole buffers that are a marker still arriving, on which a state's step waits for more: a feed
-        # that leaves one skips the state machine. A step skipped is taken at a later feed or at the
-        # finish on the longer text, which the machine reads alike however it is cut into chunks: these
-        # only spare work, and each is one the machine itself waits on (tests check both).
-        waits: list[frozenset[str]] = [frozenset()] * len(_STATES)
-        waits[_START] = _beginnings([shape.prefix])
-        self.reasoning_waits = _arriving(self.reasoning_watch)
-        if shape.reasoning is not None:
-            # Reasoning's closer of several markers is read whole. Before any reasoning, what follows a
-            # reasoning block the model skipped is waited on too.
-            self.reasoning_waits |= _beginnings([shape.reasoning.close])
-            first = [(Marker(word),) for word in self.after_reasoning_words]
-            waits[_REASONING] = self.reasoning_waits | _beginnings(first)
-            waits[_AFTER_REASONING] = _beginnings([shape.reasoning.after])
-        content = _arriving(self.watch)
-        if calls is not None:
-            # Content waits while a section's opener arrives whole, and a first call's opener after it
-            # (or alone). Right after the section's opener, a call's opener or the section's closer;
-            # after a call, a separator and the next call's opener, or that closer.
-            opener, close, between = calls.opener, calls.section_close, calls.separator or ()
-            content |= _beginnings([calls.section_open, (*calls.section_open, *opener)])
-            space = calls.section_open[-1].trail if calls.section_open else ""
-            waits[_SECTION] = _beginnings([opener, close], space)
-            waits[_AFTER_CALL] = _beginnings([(*between, *opener), between, close])
-        # A bare JSON object or an answer opens with "{": text without one is no such opening, and a
-        # bare JSON call's opening is waited on up to its first key.
-        waits[_CONTENT] = frozenset(word for word in content if "{" not in word) | _json_call_openings(calls)
-        self.waits: tuple[frozenset[str], ...] = tuple(waits)
-        self.waits_longest = max((len(word) + 1 for words in self.waits for word in words), default=0)
+        self.waits, self.reasoning_waits, self.waits_longest = _waits_of(
+            shape, self.watch, self.reasoning_watch, self.after_reasoning_words
+        )
 
     @staticmethod
     def _after_reasoning_words(shape: OutputShape) -> tuple[str, ...]:
@@ -1080,6 +1054,53 @@ def _arriving(words: list[str]) -> frozenset[str]:
     """The beginnings of ``words`` that hold none of them whole: text that may yet become one."""
     starts = {word[:k] for word in words for k in range(1, len(word))}
     return frozenset(start for start in starts if not any(word in start for word in words))
+
+
+def _waits_of(
+    shape: OutputShape, watch: list[str], reasoning_watch: list[str], after_reasoning: tuple[str, ...]
+) -> tuple[tuple[frozenset[str], ...], frozenset[str], int]:
+    """Whole buffers that are a marker still arriving, on which a state's step waits for more, for
+    each state; those of reasoning after some reasoning was read; and one more than the longest.
+
+    A feed that leaves one of these skips the state machine. A step skipped is taken at a later feed
+    or at the finish on the longer text, which the machine reads alike however it is cut into chunks:
+    these only spare work, and each is one the machine itself waits on (tests check both). They
+    depend on the shape alone and are kept by its identity: a server makes a parser per request."""
+    known = _WAITS.get(id(shape))
+    if known is not None and known[0] is shape:
+        return known[1]
+    calls = shape.calls
+    waits: list[frozenset[str]] = [frozenset()] * len(_STATES)
+    waits[_START] = _beginnings([shape.prefix])
+    reasoning_waits = _arriving(reasoning_watch)
+    if shape.reasoning is not None:
+        # Reasoning's closer of several markers is read whole. Before any reasoning, what follows a
+        # reasoning block the model skipped is waited on too.
+        reasoning_waits |= _beginnings([shape.reasoning.close])
+        first = [(Marker(word),) for word in after_reasoning]
+        waits[_REASONING] = reasoning_waits | _beginnings(first)
+        waits[_AFTER_REASONING] = _beginnings([shape.reasoning.after])
+    content = _arriving(watch)
+    if calls is not None:
+        # Content waits while a section's opener arrives whole, and a first call's opener after it
+        # (or alone). Right after the section's opener, a call's opener or the section's closer;
+        # after a call, a separator and the next call's opener, or that closer.
+        opener, close, between = calls.opener, calls.section_close, calls.separator or ()
+        content |= _beginnings([calls.section_open, (*calls.section_open, *opener)])
+        space = calls.section_open[-1].trail if calls.section_open else ""
+        waits[_SECTION] = _beginnings([opener, close], space)
+        waits[_AFTER_CALL] = _beginnings([(*between, *opener), between, close])
+    # A bare JSON object or an answer opens with "{": text without one is no such opening, and a
+    # bare JSON call's opening is waited on up to its first key.
+    waits[_CONTENT] = frozenset(word for word in content if "{" not in word) | _json_call_openings(calls)
+    found = (tuple(waits), reasoning_waits, max((max(map(len, words), default=0) + 1 for words in waits), default=0))
+    if len(_WAITS) >= 256:
+        _WAITS.clear()
+    _WAITS[id(shape)] = (shape, found)
+    return found
+
+
+_WAITS: dict[int, tuple[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]]] = {}
 
 
 def _marker_before_last(calls: CallsShape) -> str:
