@@ -15,8 +15,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
 
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
@@ -25,6 +25,8 @@ from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, 
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
 _FENCE = "```"
 # A markdown code fence opening a line: models wrap JSON in one where the format asks for bare JSON.
 _FENCE_OPENING = re.compile(r"```[\w-]*[ \t]*(?:\r?\n)?\s*")
@@ -984,8 +986,10 @@ class _Plan:
             firsts.add("{")
         self.marker_start = _first_of(firsts)
         self.reasoning_marker_start = _first_of({word[0] for word in self.reasoning_watch})
-        self.waits, self.reasoning_waits, self.waits_longest = _waits_of(
-            shape, self.watch, self.reasoning_watch, self.after_reasoning_words
+        # The waits depend on the shape alone (the other arguments are read off it), and a server
+        # makes a parser per request: worked out once per shape.
+        self.waits, self.reasoning_waits, self.waits_longest = _SHAPE_WAITS.get(
+            shape, _waits_of, shape, self.watch, self.reasoning_watch, self.after_reasoning_words
         )
 
     @staticmethod
@@ -1052,8 +1056,12 @@ def _last_characters(calls: CallsShape) -> str:
 
 def _arriving(words: list[str]) -> frozenset[str]:
     """The beginnings of ``words`` that hold none of them whole: text that may yet become one."""
-    starts = {word[:k] for word in words for k in range(1, len(word))}
-    return frozenset(start for start in starts if not any(word in start for word in words))
+    return frozenset(start for start in _short_of_whole(words) if not any(word in start for word in words))
+
+
+def _short_of_whole(texts: Iterable[str]) -> frozenset[str]:
+    """Every beginning of ``texts``, each short of the whole text."""
+    return frozenset(text[:k] for text in texts for k in range(1, len(text)))
 
 
 def _waits_of(
@@ -1064,11 +1072,7 @@ def _waits_of(
 
     A feed that leaves one of these skips the state machine. A step skipped is taken at a later feed
     or at the finish on the longer text, which the machine reads alike however it is cut into chunks:
-    these only spare work, and each is one the machine itself waits on (tests check both). They
-    depend on the shape alone and are kept by its identity: a server makes a parser per request."""
-    known = _WAITS.get(id(shape))
-    if known is not None and known[0] is shape:
-        return known[1]
+    these only spare work, and each is one the machine itself waits on (tests check both)."""
     calls = shape.calls
     waits: list[frozenset[str]] = [frozenset()] * len(_STATES)
     waits[_START] = _beginnings([shape.prefix])
@@ -1093,14 +1097,8 @@ def _waits_of(
     # A bare JSON object or an answer opens with "{": text without one is no such opening, and a
     # bare JSON call's opening is waited on up to its first key.
     waits[_CONTENT] = frozenset(word for word in content if "{" not in word) | _json_call_openings(calls)
-    found = (tuple(waits), reasoning_waits, max((max(map(len, words), default=0) + 1 for words in waits), default=0))
-    if len(_WAITS) >= 256:
-        _WAITS.clear()
-    _WAITS[id(shape)] = (shape, found)
-    return found
-
-
-_WAITS: dict[int, tuple[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]]] = {}
+    longest = max((max(map(len, words), default=0) for words in waits), default=0)
+    return tuple(waits), reasoning_waits, longest + 1
 
 
 def _marker_before_last(calls: CallsShape) -> str:
@@ -1148,7 +1146,7 @@ def _beginnings(literals: Sequence[Markers], space: str = "") -> frozenset[str]:
             for lead in {"", markers[0].lead, space}:
                 for trail in {"", markers[-1].trail}:
                     texts.add(lead + text + trail)
-    return frozenset(text[:k] for text in texts for k in range(1, len(text)))
+    return _short_of_whole(texts)
 
 
 def _json_call_openings(calls: CallsShape | None) -> frozenset[str]:
@@ -1160,8 +1158,7 @@ def _json_call_openings(calls: CallsShape | None) -> frozenset[str]:
         return frozenset()
     layout = first.layout
     key = "" if layout.name_is_key or not layout.key_order else json.dumps(layout.key_order[0])
-    texts = {"{" + space + (key or '"') for space in ("", " ", "\n")}
-    return frozenset(text[:k] for text in texts for k in range(1, len(text)))
+    return _short_of_whole("{" + space + (key or '"') for space in ("", " ", "\n"))
 
 
 def _first_of(characters: set[str]) -> Callable[..., re.Match[str] | None]:
@@ -1267,24 +1264,39 @@ def _loose_literal(buf: str, literal: Markers) -> Step:
 
 
 def _joined_markers(literal: Markers) -> tuple[str, frozenset[int]]:
-    """A literal's markers as one text, and where in it each marker ends. Kept by the literal's
-    identity: the shape's literals live as long as their parser, and hashing their markers would
-    cost more than joining them again."""
-    known = _JOINED.get(id(literal))
-    if known is not None and known[0] is literal:
-        return known[1], known[2]
+    """A literal's markers as one text, and where in it each marker ends (kept: see ``_ByIdentity``)."""
+    return _JOINED.get(literal, _join_markers, literal)
+
+
+def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
     ends, at = [], 0
     for marker in literal:
         at += len(marker.text)
         ends.append(at)
-    joined = "".join(marker.text for marker in literal)
-    if len(_JOINED) >= 256:
-        _JOINED.clear()
-    _JOINED[id(literal)] = (literal, joined, frozenset(ends))
-    return joined, frozenset(ends)
+    return "".join(marker.text for marker in literal), frozenset(ends)
 
 
-_JOINED: dict[int, tuple[Markers, str, frozenset[int]]] = {}
+class _ByIdentity(Generic[_Key, _Value]):
+    """What is worked out from a part of an output shape, kept by that part's identity: the shape
+    lives as long as its parsers, and hashing it (a tree of frozen dataclasses) would cost more than
+    the work. Keeps the keys alive, so an identity is never reused while kept; at most 256."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[_Key, _Value]] = {}
+
+    def get(self, key: _Key, make: Callable[..., _Value], *arguments: Any) -> _Value:
+        kept = self._kept.get(id(key))
+        if kept is not None and kept[0] is key:
+            return kept[1]
+        value = make(*arguments)
+        if len(self._kept) >= 256:
+            self._kept.clear()
+        self._kept[id(key)] = (key, value)
+        return value
+
+
+_JOINED: _ByIdentity[Markers, tuple[str, frozenset[int]]] = _ByIdentity()
+_SHAPE_WAITS: _ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = _ByIdentity()
 
 
 def _wordy(ch: str) -> bool:
