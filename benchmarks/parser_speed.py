@@ -149,14 +149,26 @@ def adversarial(size: int) -> dict[str, tuple[str, str]]:
     }
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(size) for size in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not comma-separated whole numbers") from None
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be above 0")
+    return sizes
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated output sizes in bytes")
+    options.add_argument(
+        "--sizes", type=_sizes, default="10000,100000,1000000", help="comma-separated output sizes in bytes"
+    )
     options.add_argument("--template", action="append", help="only these corpus templates")
     options.add_argument("--quick", action="store_true", help="one repeat per figure")
     reference_bench.add_reference_option(options)
     args = options.parse_args()
-    sizes = [int(size) for size in args.sizes.split(",")]
+    sizes = args.sizes
     repeat = 1 if args.quick else 3
     descriptions = [
         d for d in golden_descriptions(with_calls=True) if not args.template or d.template.name in args.template
