@@ -536,6 +536,11 @@ class FormGroup:
     # An argument written as a tag named by its key (``<k>v</k>``): the text around the key in its
     # opening and closing tags; None when the form is not that.
     tag: tuple[str, str, str, str] | None
+    # The text that closes the value (stripped), and the whitespace the template writes right before
+    # and right after the value, which a raw value is trimmed of: read at every argument.
+    value_stop: str
+    value_lead: str
+    value_trail: str
 
     @classmethod
     def of(cls, forms: tuple[ArgumentShape, ...]) -> FormGroup:
@@ -544,6 +549,8 @@ class FormGroup:
         before = tuple(_markers_before(parts, k) for k in range(len(parts)))
         key_at = next((k for k, part in enumerate(parts) if isinstance(part, ArgKey)), -1)
         value_at = next((k for k, part in enumerate(parts) if isinstance(part, ArgValue)), -1)
+        written_before = _spelled(before[value_at]) if value_at >= 0 else ""
+        written_after = _spelled(after[value_at]) if value_at >= 0 else ""
         return cls(
             forms,
             parts,
@@ -554,6 +561,9 @@ class FormGroup:
             key_at,
             value_at,
             _tag_frame(parts, value_at, key_at, after, before) if value_at >= 0 and key_at >= 0 else None,
+            written_after.strip(),
+            written_before[len(written_before.rstrip()) :],
+            written_after[: len(written_after) - len(written_after.lstrip())],
         )
 
     def tag_of(self, key: str | None) -> _Tag | None:
@@ -616,8 +626,7 @@ def _match_form(
             key = name
             i = read
         elif isinstance(part, ArgValue):
-            after = group.after[k]
-            stop = _spelled(after).strip()
+            stop = group.value_stop
             syntaxes = group.syntaxes
             if stop and ("raw" in syntaxes or "unknown" in syntaxes):
                 tag = group.tag_of(key)
@@ -630,7 +639,7 @@ def _match_form(
                     if ends:
                         return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                     return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
-                raw_value = _trim_written_whitespace(text[i:at], group.before[k], after)
+                raw_value = _trim_written_whitespace(text[i:at], group.value_lead, group.value_trail)
                 value_syntax = "raw"
                 i = at
             else:
@@ -760,7 +769,7 @@ def _read_tags(
     that. A template that writes a marker between two arguments writes it before the first member too
     (``]<]minimax[>`` of MiniMax-M3): that leading part of the closing marker moves to the end, where
     the last member's form ends with it."""
-    after = _spelled(group.after[group.value_at]).strip()
+    after = group.value_stop
     opener = _spelled(group.before[group.key_at]).strip()
     text = value.strip()
     kind = schema.get("type") if isinstance(schema, dict) else None
@@ -963,12 +972,9 @@ def _spelled(markers: Markers) -> str:
     return markers[0].lead + "".join(marker.text + marker.trail for marker in markers) if markers else ""
 
 
-def _trim_written_whitespace(value: str, before: Markers, after: Markers) -> str:
-    """Remove exactly the whitespace the template writes around a raw value, and no more: a value's
-    own trailing newline must survive."""
-    written_before, written_after = _spelled(before), _spelled(after)
-    lead = written_before[len(written_before.rstrip()) :]
-    trail = written_after[: len(written_after) - len(written_after.lstrip())]
+def _trim_written_whitespace(value: str, lead: str, trail: str) -> str:
+    """Remove exactly the whitespace the template writes around a raw value (``lead`` before it,
+    ``trail`` after it), and no more: a value's own trailing newline must survive."""
     if lead and value.startswith(lead):
         value = value[len(lead) :]
     if trail and value.endswith(trail):
