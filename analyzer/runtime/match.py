@@ -267,7 +267,9 @@ class CallMatcher:
     ) -> Step:
         start = skip_ws(text, i)
         complete = complete_json_at(text, start, self.memo)
-        if complete is not None and isinstance(complete[0], dict):
+        if complete == INCOMPLETE:
+            return NEED if not final else Mismatch("the arguments end before they are complete")
+        if isinstance(complete, tuple) and isinstance(complete[0], dict):
             # Already the strict JSON object clients expect: passed on as the model wrote it.
             result.arguments, end = complete
             result.arguments_text = text[start:end]
@@ -296,7 +298,9 @@ class CallMatcher:
         self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
     ) -> Step:
         complete = complete_json_at(text, skip_ws(text, i), self.memo)
-        if complete is not None:
+        if complete == INCOMPLETE:
+            return NEED if not final else Mismatch("the call ends before it is complete")
+        if isinstance(complete, tuple):
             call, end = complete
         else:
             span = _json_span(

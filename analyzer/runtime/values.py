@@ -154,18 +154,25 @@ def _refuse_constant(name: str) -> Any:
 
 
 _STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
+# Up to this length, a value still arriving is read whole again at each chance that it is complete;
+# past it, scanned once, in Python, through the memo (a long value with many closing brackets).
+_SHORT_JSON = 512
 
 
-def complete_json_at(text: str, start: int, memo: Memo | None = None) -> tuple[Any, int] | None:
+def complete_json_at(text: str, start: int, memo: Memo | None = None) -> tuple[Any, int] | int | None:
     """The strict JSON object, array or string at ``start`` and where it ends, when the text already
-    holds all of it: the common case, read at C speed in one pass. None otherwise, and then
-    ``value_end`` tells a value still to come from an invalid one. A value the memo has scanned before
-    is not tried again (it was incomplete then), so a growing value is never re-read from its start."""
+    holds all of it: the common case, read at C speed in one pass. INCOMPLETE when the text is the
+    beginning of a short one (strict JSON runs out of text, nothing else is wrong); None otherwise, and
+    then ``value_end`` tells a value still to come from an invalid one. A value the memo has scanned
+    before is not tried again (it was incomplete then), so a growing value is never re-read from its
+    start: a short one is read again whole, which costs less than scanning it once in Python."""
     if start >= len(text) or text[start] not in '{["' or (memo and start in memo):
         return None
     try:
         value, end = _STRICT_JSON.raw_decode(text, start)
         return (value if end - start <= _MAX_DEPTH else _shallow(value)), end
+    except json.JSONDecodeError as exc:
+        return INCOMPLETE if exc.pos == len(text) and len(text) - start <= _SHORT_JSON else None
     except _UNDECODABLE:
         return None
 
