@@ -173,6 +173,9 @@ def main() -> None:
     descriptions = [
         d for d in golden_descriptions(with_calls=True) if not args.template or d.template.name in args.template
     ]
+    unknown = sorted(set(args.template or ()) - {d.template.name for d in descriptions})
+    if unknown:
+        options.error(f"--template {', '.join(unknown)}: no corpus template with calls is named so")
 
     def ROUND(n: float) -> str:
         return f"{n:8.0f}"
