@@ -13,7 +13,7 @@ from analyzer.runtime.values import _SHORT_JSON, INCOMPLETE, complete_json_at, v
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text("ab\"\\{}[]:, \n'é"),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text("ab\"\\{}[]", max_size=4), inner, max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text('ab"\\{}[]', max_size=4), inner, max_size=4),
     max_leaves=12,
 )
 
