@@ -101,12 +101,20 @@ def sample_output(description: FormatDescription, size: int) -> str:
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
+    return best_of_each([fn], repeat)[0]
+
+
+def best_of_each(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Each function's best time over ``repeat`` rounds, the functions taking turns within a round: a
+    burst of load on a shared machine then slows one round of all of them, not every run of one,
+    and the ratios between them (one size to another, streaming to batch) stay fair."""
+    times = [float("inf")] * len(fns)
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for k, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            times[k] = min(times[k], time.perf_counter() - start)
+    return times
 
 
 def streamed(parser: Parser, text: str, size: int) -> None:
@@ -199,10 +207,13 @@ def main() -> None:
             print(f"{description.template.name:44} (the template does not render the sample: {exc.message[:60]})")
             continue
         parser.parse(texts[0])  # warm: compiled patterns and caches are not what is measured
-        for text in texts:
+        timed = best_of_each(
+            [partial(way, text) for text in texts for way in (parser.parse, partial(streamed, parser, size=64))],
+            repeat,
+        )
+        for k, text in enumerate(texts):
             kb = len(text) / 1000
-            batch = best(partial(parser.parse, text), repeat) / kb * 1e6
-            stream = best(partial(streamed, parser, text, 64), repeat) / kb * 1e6
+            batch, stream = timed[2 * k] / kb * 1e6, timed[2 * k + 1] / kb * 1e6
             batch_per_kb.append(batch)
             stream_per_kb.append(stream)
             cells.append(f"{ROUND(batch)} {ROUND(stream)}")
@@ -219,11 +230,13 @@ def main() -> None:
             else 1.0
         )
         small = texts[min(1, len(texts) - 1)]
-        one_char = best(partial(streamed, parser, small, 1), 1)
-        one_batch = best(partial(parser.parse, small), repeat)
-        char = one_char / one_batch
         # A server hands the parser one token at a time: about four characters of English or code.
-        token = best(partial(streamed, parser, small, 4), 1) / one_batch
+        one_batch, one_char, one_token = best_of_each(
+            [partial(parser.parse, small), partial(streamed, parser, small, 1), partial(streamed, parser, small, 4)],
+            repeat,
+        )
+        char = one_char / one_batch
+        token = one_token / one_batch
         per_char.append(one_char / len(small) * 1e6)
         worst_flat, worst_char, worst_token = max(worst_flat, flat), max(worst_char, char), max(worst_token, token)
         print(
@@ -378,10 +391,18 @@ def short_streaming() -> None:
         parser = Parser(description, ROUND_TRIP_TOOLS)
         per_way = ratios.setdefault(description.template.name, {"1-char": [], "4-char": [], "re-parse": []})
         for _, text in case_outputs(description, compile_for(description, corpus.fetch()), CASES):
-            batch = best(partial(parser.parse, text), SHORT_REPEAT)
-            per_way["1-char"].append(best(partial(streamed, parser, text, 1), SHORT_REPEAT) / batch)
-            per_way["4-char"].append(best(partial(streamed, parser, text, 4), SHORT_REPEAT) / batch)
-            per_way["re-parse"].append(best(partial(reparsed, parser, text, 4), SHORT_REPEAT) / batch)
+            batch, one, four, again = best_of_each(
+                [
+                    partial(parser.parse, text),
+                    partial(streamed, parser, text, 1),
+                    partial(streamed, parser, text, 4),
+                    partial(reparsed, parser, text, 4),
+                ],
+                SHORT_REPEAT,
+            )
+            per_way["1-char"].append(one / batch)
+            per_way["4-char"].append(four / batch)
+            per_way["re-parse"].append(again / batch)
     print("\nshort outputs streamed, over one batch parse: median over all outputs | the worst template's median")
     for way in ("1-char", "4-char", "re-parse"):
         overall = statistics.median(r for per_way in ratios.values() for r in per_way[way])
