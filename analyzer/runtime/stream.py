@@ -141,6 +141,9 @@ class Stream:
             if self._call_completer:
                 if self._call_completer not in chunk:
                     return []  # a call can only end with that character
+                ender = self._call_ender
+                if ender and buf.find(ender, len(buf) - len(chunk) - len(ender) + 1) == -1:
+                    return []  # nor unless its closing text arrives whole (each is looked at once, as it ends)
             elif self._call_may_end is not None:
                 if self._call_may_end(chunk) is None:
                     return []  # nor without a character some form of a call ends with
