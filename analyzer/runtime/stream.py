@@ -33,6 +33,10 @@ _FENCE_OPENING = re.compile(r"```[\w-]*[ \t]*(?:\r?\n)?\s*")
 # The last character of a call that has no closing text of its own (a JSON or Python value's end).
 _MAY_END_A_CALL = '}])"'
 _PIECE = 4096  # the most text fed to the state machine at once
+# The states whose step gives no delta for a buffer of whitespace alone (tests check it), and the
+# longest such buffer a feed leaves to a later one.
+_SPACE_WAITS = frozenset((_START, _CONTENT, _SECTION, _AFTER_CALL))
+_SPACE_WAIT_LONGEST = 64
 _PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once more text comes
 
 
@@ -161,6 +165,11 @@ class Stream:
                 (state == _START and self._prefix_read) or (state == _AFTER_REASONING and self._after_reasoning_read)
             ):
                 return []  # (a turn's prefix and what follows reasoning are read once: waited on before)
+        # Whitespace alone where the state machine only drops or holds it (around markers, before
+        # content, between calls): read with what follows it. (A short run: a long one is read now,
+        # so that no feed scans a long buffer again.)
+        if len(buf) < _SPACE_WAIT_LONGEST and buf.isspace() and state in _SPACE_WAITS and not self._fenced:
+            return []
         return self._run(final=False)
 
     def _feed_pieces(self, chunk: str) -> list[Delta]:

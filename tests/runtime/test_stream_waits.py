@@ -48,6 +48,26 @@ def test_every_wait_is_one_the_state_machine_waits_on(description) -> None:
     assert checked >= 2 * sum(len(words) for words in waits)
 
 
+@pytest.mark.parametrize("description", DESCRIPTIONS, ids=[d.template.name for d in DESCRIPTIONS])
+def test_whitespace_alone_gives_no_delta_where_a_stream_leaves_it_for_later(description) -> None:
+    """The states in which a feed leaves a buffer of whitespace alone to a later feed: there the
+    machine only drops the whitespace or holds it, whatever came before (content or none)."""
+    parser = Parser(description, TOOLS)
+    assert set(STATE_NAMES) >= stream._SPACE_WAITS
+    for state in sorted(stream._SPACE_WAITS):
+        if state == stream._SECTION and parser.shape.calls is None:
+            continue  # no call section to be in
+        for space in (" ", "\n", "\n\n", " \n\t ", "\r\n", "\u3000", " " * (stream._SPACE_WAIT_LONGEST - 1)):
+            for content_started, prefix_read in itertools.product((False, True), (False, True)):
+                run = parser.stream()
+                run._state, run._buf = state, space
+                run._content_started, run._prefix_read = content_started, prefix_read
+                if content_started:
+                    run.message.add_text("earlier content", "")
+                deltas = run._run(final=False)
+                assert deltas == [], f"{STATE_NAMES[state]}: {space!r} gives {deltas}"
+
+
 def test_a_call_with_closing_text_is_emitted_as_that_text_arrives() -> None:
     """A chunk inside a call lets the state machine run only where the call's closing text ends in
     it; where that text's last marker also stands inside the call (after each argument), only where
