@@ -129,7 +129,6 @@ class CallMatcher:
         parts: tuple[Part, ...],
         tools: dict[str, dict[str, Any]],
         closers: tuple[str, ...],
-        memo: Memo | None = None,
         *,
         call_separator: str = "",
         next_call: tuple[str, ...] = (),
@@ -138,9 +137,6 @@ class CallMatcher:
         # Between two calls, and what the next one opens with: a raw value is over at its call's end
         # only where another call follows that separator.
         self.call_separator, self.next_call = call_separator, next_call
-        # How far values were scanned in text that only grows between matches (the caller clears it
-        # when the text changes otherwise), so that matching a long call again costs nothing extra.
-        self.memo = memo
         self.tools = tools
         self.names = sorted(tools, key=len, reverse=True)
         # Each name part's declared names as the template writes them (escaped), longest first, each
@@ -156,20 +152,16 @@ class CallMatcher:
         # Each part with its matcher and the text that may follow it, read off the parts once.
         self._steps = tuple((_HANDLERS.get(type(part)), part, self._following_text(k)) for k, part in enumerate(parts))
 
-    def with_memo(self, memo: Memo) -> CallMatcher:
-        """This matcher for one stream: everything read off the parts is shared, the memo is its own."""
-        own = object.__new__(CallMatcher)
-        own.__dict__.update(self.__dict__)
-        own.memo = memo
-        return own
-
-    def match(self, text: str, start: int, final: bool) -> CallMatch | _Need | Mismatch:
+    def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | _Need | Mismatch:
+        """The call at ``start``. ``memo``: how far values were scanned in text that only grows between
+        matches (a stream's, which it clears when the text changes otherwise), so that matching a long
+        call again costs nothing extra; one matcher serves every stream of a parser."""
         result = CallMatch(start)
         i = start
         for handler, part, following in self._steps:
             if handler is None:
                 raise TypeError(f"no matcher for call part {type(part).__name__}")
-            step = handler(self, part, text, i, final, result, following)
+            step = handler(self, part, text, i, final, result, following, memo)
             if not isinstance(step, int):
                 return step
             i = step
@@ -199,22 +191,30 @@ class CallMatcher:
             return tuple(found)
         return (*found, *self.closers)
 
-    def _match_part(
-        self, part: Part, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
-    ) -> Step:
-        handler = _HANDLERS.get(type(part))
-        if handler is None:
-            raise TypeError(f"no matcher for call part {type(part).__name__}")
-        return handler(self, part, text, i, final, result, following)
-
     # ---------------------------------------------------------------- one matcher per part kind
 
     def marker(
-        self, part: Marker, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+        self,
+        part: Marker,
+        text: str,
+        i: int,
+        final: bool,
+        result: CallMatch,
+        following: tuple[str, ...],
+        memo: Memo | None,
     ) -> Step:
         return match_word(text, i, part.text, final)
 
-    def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]) -> Step:
+    def name(
+        self,
+        part: Name,
+        text: str,
+        i: int,
+        final: bool,
+        result: CallMatch,
+        following: tuple[str, ...],
+        memo: Memo | None,
+    ) -> Step:
         i = skip_ws(text, i)
         written_names = self._written_names.get(id(part)) or _written_names(self.names, part.escapes)
         for written, name in written_names:
@@ -238,7 +238,14 @@ class CallMatcher:
         return step
 
     def call_id(
-        self, part: CallId, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+        self,
+        part: CallId,
+        text: str,
+        i: int,
+        final: bool,
+        result: CallMatch,
+        following: tuple[str, ...],
+        memo: Memo | None,
     ) -> Step:
         i = skip_ws(text, i)
         m = _id_regex(part.form).match(text, i)
@@ -253,7 +260,16 @@ class CallMatcher:
         result.call_id = value
         return i + len(value)
 
-    def index(self, part: Index, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]) -> Step:
+    def index(
+        self,
+        part: Index,
+        text: str,
+        i: int,
+        final: bool,
+        result: CallMatch,
+        following: tuple[str, ...],
+        memo: Memo | None,
+    ) -> Step:
         i = skip_ws(text, i)
         m = _INDEX_DIGITS.match(text, i)
         if m is None:
@@ -263,10 +279,17 @@ class CallMatcher:
         return m.end()
 
     def json_args(
-        self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+        self,
+        part: JsonArgs,
+        text: str,
+        i: int,
+        final: bool,
+        result: CallMatch,
+        following: tuple[str, ...],
+        memo: Memo | None,
     ) -> Step:
         start = skip_ws(text, i)
-        complete = complete_json_at(text, start, self.memo)
+        complete = complete_json_at(text, start, memo)
         if complete == INCOMPLETE:
             return NEED if not final else Mismatch("the arguments end before they are complete")
         if isinstance(complete, tuple) and isinstance(complete[0], dict):
@@ -278,7 +301,7 @@ class CallMatcher:
             text,
             i,
             final,
-            self.memo,
+            memo,
             "the arguments end before they are complete",
             "expected arguments as a JSON value",
         )
@@ -295,17 +318,22 @@ class CallMatcher:
         return end
 
     def json_call(
-        self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+        self,
+        part: JsonCallObject,
+        text: str,
+        i: int,
+        final: bool,
+        result: CallMatch,
+        following: tuple[str, ...],
+        memo: Memo | None,
     ) -> Step:
-        complete = complete_json_at(text, skip_ws(text, i), self.memo)
+        complete = complete_json_at(text, skip_ws(text, i), memo)
         if complete == INCOMPLETE:
             return NEED if not final else Mismatch("the call ends before it is complete")
         if isinstance(complete, tuple):
             call, end = complete
         else:
-            span = _json_span(
-                text, i, final, self.memo, "the call ends before it is complete", "expected a JSON object"
-            )
+            span = _json_span(text, i, final, memo, "the call ends before it is complete", "expected a JSON object")
             if not isinstance(span, tuple):
                 return span
             i, end = span
@@ -349,7 +377,14 @@ class CallMatcher:
         return end
 
     def key_values(
-        self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch, following: tuple[str, ...]
+        self,
+        part: KeyValueArgs,
+        text: str,
+        i: int,
+        final: bool,
+        result: CallMatch,
+        following: tuple[str, ...],
+        memo: Memo | None,
     ) -> Step:
         schema = self.tools.get(result.name, {})
         properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
@@ -376,7 +411,7 @@ class CallMatcher:
                     following,
                     part.string_wrapper,
                     part.string_quotes,
-                    self.memo,
+                    memo,
                     separator,
                     self.closers,
                     (self.call_separator, self.next_call),

@@ -78,8 +78,7 @@ class Stream:
         self._calls = shape.calls
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
         self._plan = plan = plan or _Plan(shape, self.tools)
-        self._matcher = plan.matcher.with_memo(self._memo) if plan.matcher else None
-        self._alt_matcher = plan.alt_matcher.with_memo(self._memo) if plan.alt_matcher else None
+        self._matcher, self._alt_matcher = plan.matcher, plan.alt_matcher
         self._call_ender, self._call_completer, self._call_opener = (
             plan.call_ender,
             plan.call_completer,
@@ -373,7 +372,7 @@ class Stream:
                     self._waiting_call = at
                     return NEED
                 i = step if isinstance(step, int) else i
-            outcome = self._matcher.match(self._buf, i, final)
+            outcome = self._matcher.match(self._buf, i, final, self._memo)
             if outcome is NEED:
                 if self._waiting_call != at:
                     self._waiting_call, self._ender_scan = at, at
@@ -721,11 +720,16 @@ class Stream:
         assert self._matcher is not None
         if not final and not self._could_be_complete():
             return
-        outcome = self._matcher.match(self._buf, self._call_start, final)
-        if final and isinstance(outcome, Mismatch) and self._matcher.match(self._buf, self._call_start, False) is NEED:
+        memo = self._memo
+        outcome = self._matcher.match(self._buf, self._call_start, final, memo)
+        if (
+            final
+            and isinstance(outcome, Mismatch)
+            and self._matcher.match(self._buf, self._call_start, False, memo) is NEED
+        ):
             outcome = NEED  # it is a call, cut off by the end of the output
         if isinstance(outcome, Mismatch) and self._alt_matcher is not None:
-            alternative = self._alt_matcher.match(self._buf, self._call_start, final)
+            alternative = self._alt_matcher.match(self._buf, self._call_start, final, memo)
             if not isinstance(alternative, Mismatch):
                 outcome = alternative
         if outcome is NEED:
