@@ -194,10 +194,15 @@ def _schema_has_type(value: object, name: object) -> bool:
     if name == "number":
         return _schema_is_number(value)
     if name == "integer":
-        if isinstance(value, float):
-            return value.is_integer()
-        return isinstance(value, int) and not isinstance(value, bool)
+        return _schema_is_integer(value)
     return False
+
+
+def _schema_is_integer(value: object) -> bool:
+    """An integer, 2.0 included: JSON does not tell 2 from 2.0."""
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _schema_key(value: object, room: int = _SCHEMA_MAX_VALUE_DEPTH + 1) -> object:
@@ -1651,7 +1656,7 @@ _SCHEMA_QUICK_TYPES: dict[str, "_SchemaAcceptor"] = {
     "null": lambda value: value is None,
     "boolean": lambda value: isinstance(value, bool),
     "number": _schema_is_number,
-    "integer": lambda value: _schema_has_type(value, "integer"),
+    "integer": _schema_is_integer,
 }
 
 
@@ -1678,7 +1683,14 @@ def _schema_quick(schema: object, nesting: int) -> "_SchemaAcceptor | None":
     if len(checks) == 2:
         first, second = checks
         return lambda value: first(value) and second(value)
-    return lambda value: all(check(value) for check in checks)
+
+    def accept_all(value: object) -> bool:
+        for check in checks:
+            if not check(value):
+                return False
+        return True
+
+    return accept_all
 
 
 def _schema_quick_type(schema: dict[str, object], expected: object, nesting: int) -> "_SchemaAcceptor | None":
@@ -1710,7 +1722,15 @@ def _schema_quick_required(schema: dict[str, object], expected: object, nesting:
     names = [name for name in expected if isinstance(name, str)]
     if not names:
         return _schema_quick_accept_all
-    return lambda value: not isinstance(value, dict) or all(name in value for name in names)
+
+    def accept(value: object) -> bool:
+        if isinstance(value, dict):
+            for name in names:
+                if name not in value:
+                    return False
+        return True
+
+    return accept
 
 
 def _schema_quick_properties(schema: dict[str, object], expected: object, nesting: int) -> "_SchemaAcceptor | None":
@@ -1727,9 +1747,11 @@ def _schema_quick_properties(schema: dict[str, object], expected: object, nestin
         return _schema_quick_accept_all
 
     def accept(value: object) -> bool:
-        if not isinstance(value, dict):
-            return True
-        return all(check(value[name]) for name, check in members if name in value)
+        if isinstance(value, dict):
+            for name, check in members:
+                if name in value and not check(value[name]):
+                    return False
+        return True
 
     return accept
 
