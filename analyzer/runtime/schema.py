@@ -1685,7 +1685,7 @@ def _schema_quick(schema: object, nesting: int) -> "_SchemaAcceptor | None":
         return lambda value: first(value) and second(value)
 
     def accept_all(value: object) -> bool:
-        for check in checks:
+        for check in checks:  # noqa: SIM110 - a loop, not all() over a generator: this runs once per call
             if not check(value):
                 return False
         return True
