@@ -102,10 +102,7 @@ class Stream:
         if len(chunk) > _PIECE:
             return self._feed_pieces(chunk)
         if not chunk.isascii():  # a flag CPython keeps: ASCII text holds no surrogate, at no cost
-            try:
-                chunk.encode("utf-8")
-            except UnicodeEncodeError:
-                chunk = self._without_surrogates(chunk)
+            chunk = self._readable(chunk)
         self._fed += len(chunk)
         state = self._state
         if not self._buf and chunk:
@@ -179,12 +176,29 @@ class Stream:
             deltas += self.feed(chunk[at : at + _PIECE])
         return deltas
 
+    def finish_with(self, text: str) -> list[Delta]:
+        """``feed(text)`` then ``finish()``, in one pass where nothing was fed before: the state
+        machine then reads the whole output knowing it is whole (a batch parse)."""
+        if self._fed or len(text) > _PIECE:
+            return self.feed(text) + self.finish()
+        self._buf = text if text.isascii() else self._readable(text)
+        self._fed = len(self._buf)
+        return self.finish()
+
     def finish(self) -> list[Delta]:
         deltas = self._run(final=True)
         # Reported last, in batch and stream alike, so that both give the same message.
         for error in self._surrogates:
             self._error(deltas, error)
         return deltas
+
+    def _readable(self, chunk: str) -> str:
+        """Non-ASCII text as it is, or without its lone surrogates (reported)."""
+        try:
+            chunk.encode("utf-8")
+        except UnicodeEncodeError:
+            return self._without_surrogates(chunk)
+        return chunk
 
     def _without_surrogates(self, chunk: str) -> str:
         """Text handed to us with lone surrogates (no UTF-8 holds them): each becomes U+FFFD, and
@@ -1364,6 +1378,5 @@ class Parser:
 
     def parse(self, text: str) -> Message:
         stream = self.stream()
-        stream.feed(text)
-        stream.finish()
+        stream.finish_with(text)
         return stream.message
