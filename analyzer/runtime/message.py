@@ -151,7 +151,8 @@ class Delta(NamedTuple):
 
 def apply(message: Message, delta: Delta) -> None:
     """Fold a delta into a message: how a client rebuilds the message from a stream."""
-    message.add_text(delta.content, delta.reasoning_content)
+    if delta.content or delta.reasoning_content:
+        message.add_text(delta.content, delta.reasoning_content)
     if delta.call_index is not None:
         while len(message.tool_calls) <= delta.call_index:
             message.tool_calls.append(ToolCall("", "", ""))

@@ -212,6 +212,8 @@ def json_text(value: Any) -> str:
     """Strict JSON text for a value: no NaN or Infinity (see ``finite``), and a lone surrogate kept as
     its escape, so the text always encodes as UTF-8."""
     text = _JSON_WRITER.encode(value)
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
