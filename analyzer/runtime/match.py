@@ -391,9 +391,10 @@ class CallMatcher:
         arguments: dict[str, Any] = {}
         forms = self._form_groups[id(part)]
         separator = part.separator
+        tails = tuple(tail for tail in following if tail)
         while True:
             j = skip_ws(text, i)
-            if any(tail and text.startswith(tail, j) for tail in following):
+            if tails and text.startswith(tails, j):
                 break  # the call goes on with what follows its arguments
             if j == len(text):
                 if final:
@@ -520,6 +521,18 @@ def _find_resumed(text: str, word: str, start: int, memo: Memo | None) -> int:
     if at == -1 and memo is not None:
         memo[key] = max(start, len(text) - len(word) + 1)
     return at
+
+
+def _earliest(text: str, words: tuple[str, ...], start: int, memo: Memo | None) -> int:
+    """Where the first of ``words`` found from ``start`` stands, each looked for as ``_find_resumed``
+    does; -1 where none is."""
+    first = -1
+    for word in words:
+        if word:
+            at = _find_resumed(text, word, start, memo)
+            if at != -1 and (first == -1 or at < first):
+                first = at
+    return first
 
 
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
@@ -671,12 +684,10 @@ def _match_form(
                 tag = group.tag_of(key)
                 at = tag.close_at(text, i) if tag is not None else _find_resumed(text, stop, i, memo)
                 # A value never runs past the end of its call.
-                ends = [e for e in (_find_resumed(text, t, i, memo) for t in following if t) if e != -1]
-                if at != -1 and ends and at > min(ends):
+                call_end = _earliest(text, following, i, memo)
+                if call_end != -1 and (at == -1 or at > call_end):
                     return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                 if at == -1:
-                    if ends:
-                        return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                     return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
                 raw_value = _trim_written_whitespace(text[i:at], group.value_lead, group.value_trail)
                 value_syntax = "raw"
