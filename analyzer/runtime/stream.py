@@ -369,8 +369,13 @@ class Stream:
         word, ender = calls.trigger.word, self._call_ender
         while True:
             at = self._waiting_call if self._waiting_call >= 0 else self._buf.find(word, self._candidate_scan)
-            if at == -1 or (close_at != -1 and at > close_at):
+            if at == -1:
                 self._candidate_scan = max(self._candidate_scan, len(self._buf) - len(word) + 1, 0)
+                return None
+            if close_at != -1 and at > close_at:
+                # Past the end of this reasoning: looked at again only if reasoning goes on there (a
+                # later block in the same text), so the search resumes at this word, not beyond it.
+                self._candidate_scan = at
                 return None
             if at == self._waiting_call and not final and len(self._buf) < self._retry_length:
                 # Matched again once the text that ends a call arrives, or the text has doubled (so a

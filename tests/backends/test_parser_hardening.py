@@ -21,6 +21,10 @@ NULLABLE = [
     }
 ]
 DEEP = "[" * 1000 + "]" * 1000
+_KIMI_CALL = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:{}<|tool_call_argument_begin|>"
+    '{{"location": "Paris"}}<|tool_call_end|><|tool_calls_section_end|>'
+)
 
 # (template, model output, what the message must hold: a predicate over its dict, tools)
 CASES = {
@@ -129,6 +133,19 @@ CASES = {
         "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
         '<|START_ACTION|>[\n    {"tool_call_id": "x9", "tool_name": "list_files", "parameters": {}}\n]<|END_ACTION|>',
         lambda m: any(e["kind"] == "unknown_call_field" and '"x9"' in e["text"] for e in m["errors"]),
+    ),
+    # Found by the fuzzer (seed 97): the search for a call in reasoning had been marked done up to the
+    # end of the text when the call it found lay past the reasoning's end, so in a later reasoning block
+    # of the same text (a batch parse holds it all) a call went unread and stayed reasoning.
+    "a call in reasoning left open, after closed reasoning blocks": (
+        "Kimi-K2-Thinking",
+        "<think>a</think>"
+        + _KIMI_CALL.format(0)
+        + "<think>b</think>"
+        + _KIMI_CALL.format(1)
+        + "<think>still thinking"
+        + _KIMI_CALL.format(2),
+        lambda m: len(m["tool_calls"]) == 3 and m["reasoning_content"] == "abstill thinking",
     ),
     "a lone surrogate in the output text": (
         "Qwen-Qwen2.5-7B-Instruct",
