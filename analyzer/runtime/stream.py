@@ -267,7 +267,9 @@ class Stream:
         while True:
             state, length = self._state, len(self._buf)
             states[state](self, deltas, final)
-            if self._state == state and len(self._buf) == length:
+            # Done when a step changed nothing, or read all the text and stayed where it was: the same
+            # step on no text gives nothing (it would only drop whitespace it holds back).
+            if self._state == state and (len(self._buf) == length or not self._buf):
                 break
         return deltas
 
