@@ -69,6 +69,7 @@ class Mismatch:
 
 
 Step = int | _Need | Mismatch
+Texts = tuple[str, ...]  # texts any of which may stand at a place (what may follow a part)
 # A name with nothing written after it to end it: a run of word characters (any script), dots, dashes.
 _WORD_NAME = re.compile(r"[\w.\-]+")
 _INDEX_DIGITS = re.compile(r"\d+")
@@ -156,6 +157,8 @@ class CallMatcher:
         """The call at ``start``. ``memo``: how far values were scanned in text that only grows between
         matches (a stream's, which it clears when the text changes otherwise), so that matching a long
         call again costs nothing extra; one matcher serves every stream of a parser."""
+        if memo is None:
+            memo = {}
         result = CallMatch(start)
         i = start
         for handler, part, following in self._steps:
@@ -194,27 +197,11 @@ class CallMatcher:
     # ---------------------------------------------------------------- one matcher per part kind
 
     def marker(
-        self,
-        part: Marker,
-        text: str,
-        i: int,
-        final: bool,
-        result: CallMatch,
-        following: tuple[str, ...],
-        memo: Memo | None,
+        self, part: Marker, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo
     ) -> Step:
         return match_word(text, i, part.text, final)
 
-    def name(
-        self,
-        part: Name,
-        text: str,
-        i: int,
-        final: bool,
-        result: CallMatch,
-        following: tuple[str, ...],
-        memo: Memo | None,
-    ) -> Step:
+    def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo) -> Step:
         i = skip_ws(text, i)
         written_names = self._written_names.get(id(part)) or _written_names(self.names, part.escapes)
         for written, name in written_names:
@@ -238,14 +225,7 @@ class CallMatcher:
         return step
 
     def call_id(
-        self,
-        part: CallId,
-        text: str,
-        i: int,
-        final: bool,
-        result: CallMatch,
-        following: tuple[str, ...],
-        memo: Memo | None,
+        self, part: CallId, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo
     ) -> Step:
         i = skip_ws(text, i)
         m = _id_regex(part.form).match(text, i)
@@ -261,14 +241,7 @@ class CallMatcher:
         return i + len(value)
 
     def index(
-        self,
-        part: Index,
-        text: str,
-        i: int,
-        final: bool,
-        result: CallMatch,
-        following: tuple[str, ...],
-        memo: Memo | None,
+        self, part: Index, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo
     ) -> Step:
         i = skip_ws(text, i)
         m = _INDEX_DIGITS.match(text, i)
@@ -279,14 +252,7 @@ class CallMatcher:
         return m.end()
 
     def json_args(
-        self,
-        part: JsonArgs,
-        text: str,
-        i: int,
-        final: bool,
-        result: CallMatch,
-        following: tuple[str, ...],
-        memo: Memo | None,
+        self, part: JsonArgs, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo
     ) -> Step:
         start = skip_ws(text, i)
         complete = complete_json_at(text, start, memo)
@@ -318,14 +284,7 @@ class CallMatcher:
         return end
 
     def json_call(
-        self,
-        part: JsonCallObject,
-        text: str,
-        i: int,
-        final: bool,
-        result: CallMatch,
-        following: tuple[str, ...],
-        memo: Memo | None,
+        self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo
     ) -> Step:
         complete = complete_json_at(text, skip_ws(text, i), memo)
         if complete == INCOMPLETE:
@@ -377,14 +336,7 @@ class CallMatcher:
         return end
 
     def key_values(
-        self,
-        part: KeyValueArgs,
-        text: str,
-        i: int,
-        final: bool,
-        result: CallMatch,
-        following: tuple[str, ...],
-        memo: Memo | None,
+        self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo
     ) -> Step:
         schema = self.tools.get(result.name, {})
         properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
