@@ -196,6 +196,12 @@ def ask_ours(family: Family, case: str, tool_choice: str, logit_bias: list | Non
         return Reply(case, http_error=str(refused))
 
 
+# Thinking off, and today's date pinned: llama-server gives a template the day's date as date_string
+# (Llama 3.1 writes it into the system prompt), so the random model's reply changed from one day to
+# the next. Pinned to the template's own default, the date our render writes.
+TEMPLATE_KWARGS = {"enable_thinking": False, "date_string": "26 Jul 2024"}
+
+
 def ask_llama_server(family: Family, case: str, tool_choice: Any, logit_bias: list | None = None) -> Reply:
     body = {
         "messages": ASKED,
@@ -205,7 +211,7 @@ def ask_llama_server(family: Family, case: str, tool_choice: Any, logit_bias: li
         "temperature": SAMPLING["temperature"],
         "seed": SAMPLING["seed"],
         "max_tokens": SAMPLING["n_predict"],
-        "chat_template_kwargs": {"enable_thinking": False},
+        "chat_template_kwargs": TEMPLATE_KWARGS,
         # __verbose in the reply: the grammar and triggers llama-server made for the request
         "verbose": True,
     }
@@ -394,7 +400,7 @@ def compare_prompts(family: Family) -> str:
         "tools": TOOLS,
         "tool_choice": "required",
         "parallel_tool_calls": False,
-        "chat_template_kwargs": {"enable_thinking": False},
+        "chat_template_kwargs": TEMPLATE_KWARGS,
     }
     request = urllib.request.Request(
         family.server.url + "/apply-template",
