@@ -66,6 +66,7 @@ class Stream:
         self._waiting_call = -1  # reasoning: where a call under way starts
         self._ender_scan = 0  # reasoning: where the text ending that call is looked for
         self._retry_length = 0  # reasoning: the buffer's length at which that call is matched again
+        self._call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
         self._surrogates: list[ParseError] = []
         self.message = Message()
         self._buf = ""
@@ -322,7 +323,18 @@ class Stream:
         close = self.shape.reasoning.close
         word = close[0].text
         at = self._buf.find(word, self._scan_from)
-        call_at = self._call_in_reasoning(at, final)
+        if self._call_held:
+            # A call stands at the buffer's start inside a block that had not closed: it is reasoning
+            # text if the block closes after it, and a call ending the block if the output ends first.
+            if at == -1:
+                self._scan_from = max(0, len(self._buf) - len(word) + 1)
+                if final:
+                    self._call_held = False
+                    self._end_reasoning_at_call(deltas)
+                return
+            self._call_held = False
+        # Inside a block that closes, markup is reasoning text: only a block not closed may hold a call.
+        call_at = self._call_in_reasoning(at, final) if at == -1 else None
         if call_at is NEED:
             # A call may be under way: what comes before it is reasoning either way.
             start = self._waiting_call
@@ -334,11 +346,15 @@ class Stream:
             self._scan_from = at - max(start, 0) if at != -1 else max(0, len(self._buf) - len(word))
             return
         if isinstance(call_at, int):
-            # A call ends reasoning the model never closed.
-            self._emit_reasoning(deltas, self._buf[:call_at], closing=True)
-            self._consume(call_at)
-            self._content_started = False
-            self._state = _CONTENT
+            if call_at:
+                self._emit_reasoning(deltas, self._buf[:call_at])
+                self._consume(call_at)
+            if final:
+                self._end_reasoning_at_call(deltas)
+            else:
+                # Held until the block closes or the output ends, which only later text can tell.
+                self._call_held = True
+                self._scan_from = max(0, len(self._buf) - len(word) + 1)
             return
         if at == -1:
             keep = 0 if final else _partial_suffix(self._buf, self._reasoning_watch)
@@ -359,6 +375,13 @@ class Stream:
         self._consume(end)
         self._content_started = False
         self._state = _AFTER_REASONING
+
+    def _end_reasoning_at_call(self, deltas: list[Delta]) -> None:
+        """A call at the buffer's start ends reasoning the model never closed."""
+        self._emit_reasoning(deltas, "", closing=True)
+        self._content_started = False
+        self._scan_from = 0
+        self._state = _CONTENT
 
     def _call_in_reasoning(self, close_at: int, final: bool) -> int | _Need | None:
         """Where a complete call starts inside reasoning, before any close marker; NEED while a call

@@ -1,0 +1,96 @@
+"""What real models write, not only what their templates render (issue 25): each row is an output a
+model may write on a real corpus template, and the message the parser must read from it. Every row is
+read in one batch and streamed one character at a time, and the two must agree."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import pytest
+from helpers.golden import golden
+from helpers.roundtrip import TOOLS
+
+from analyzer.backends.parser import Message, Parser, apply
+
+
+class Row(NamedTuple):
+    template: str
+    output: str
+    # what the message must hold
+    content: str | None = None
+    reasoning: str = ""
+    calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    thinking: bool | None = None
+
+
+_QWEN_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}}\n</tool_call>'
+_SEED_CALL = (
+    "<seed:tool_call>\n<function=get_weather>\n<parameter=location>Paris</parameter>\n</function>\n</seed:tool_call>"
+)
+_PARIS = (("get_weather", {"location": "Paris"}),)
+
+ROWS = {
+    # Inside a reasoning block that closes, markup is reasoning text: a call the model only mentions
+    # while thinking is not executed, and does not cut the reasoning short.
+    "a call quoted in reasoning that closes": Row(
+        "Qwen-Qwen3-0.6B",
+        f"<think>\nI could write {_QWEN_CALL} but let me think more.\n</think>\n\n{_QWEN_CALL}",
+        reasoning=f"I could write {_QWEN_CALL} but let me think more.",
+        calls=_PARIS,
+        thinking=True,
+    ),
+    "a call quoted in reasoning that closes (Seed-OSS)": Row(
+        "ByteDance-Seed-OSS",
+        f"<seed:think>\nI could write {_SEED_CALL} but let me think more.\n</seed:think>\n\n{_SEED_CALL}",
+        reasoning=f"I could write {_SEED_CALL} but let me think more.",
+        calls=_PARIS,
+    ),
+    "a quoted call and no call after the block": Row(
+        "Qwen-Qwen3-0.6B",
+        f"<think>\nMaybe {_QWEN_CALL}? No.\n</think>\n\nIt is sunny.",
+        content="It is sunny.",
+        reasoning=f"Maybe {_QWEN_CALL}? No.",
+        thinking=True,
+    ),
+    # A block the model never closes: a call in it ends it (the model went straight to acting).
+    "a call ends a block never closed": Row(
+        "Qwen-Qwen3-0.6B",
+        f"<think>\nLet me call {_QWEN_CALL}",
+        reasoning="Let me call",
+        calls=_PARIS,
+        thinking=True,
+    ),
+    "a call ends a block never closed, content after it": Row(
+        "ByteDance-Seed-OSS",
+        f"<seed:think>Let me call {_SEED_CALL}\nDone.",
+        content="Done.",
+        reasoning="Let me call",
+        calls=_PARIS,
+    ),
+}
+
+
+def _read(parser: Parser, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The batch message and the message a stream fed one character at a time folds to."""
+    batch = parser.parse(text).to_dict()
+    stream, folded = parser.stream(), Message()
+    for ch in text:
+        for delta in stream.feed(ch):
+            apply(folded, delta)
+    for delta in stream.finish():
+        apply(folded, delta)
+    return batch, folded.to_dict()
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_real_output_reads_as_expected(name: str) -> None:
+    row = ROWS[name]
+    parser = Parser(golden(row.template), TOOLS, thinking=row.thinking)
+    batch, streamed = _read(parser, row.output)
+    assert streamed == batch
+    assert batch["content"] == row.content, batch
+    assert batch.get("reasoning_content", "") == row.reasoning, batch
+    calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in batch.get("tool_calls", [])]
+    assert calls == list(row.calls), batch
+    assert batch["errors"] == [], batch
