@@ -68,7 +68,7 @@ ArgumentOrder = Literal["as given", "sorted"]
 IdsWritten = Literal["as given", "generated", "not written"]
 # "separate turn": both are written, but as two assistant messages, the turn's stop between them.
 ContentBeforeCalls = Literal["kept", "dropped", "calls dropped", "separate turn"]
-ReasoningScope = Literal["all turns", "turns with tool calls", "not written in history"]
+ReasoningScope = Literal["all turns", "turns with tool calls", "turns while thinking is on", "not written in history"]
 ResultsJsonContent = Literal["as is", "quoted", "rewritten", "unknown"]
 ResultsRenderedAs = Literal["user turn", "own turn", "inside the assistant turn"]
 FormatName = Literal["json", "tag-json", "tag-kv", "python", "none", "unknown"]

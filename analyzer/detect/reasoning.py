@@ -25,6 +25,7 @@ from analyzer.markers import (
     marker_start,
 )
 from analyzer.render import variants as v
+from analyzer.render.conversation import reasoning_part_field
 from analyzer.render.session import Failed, Session
 
 # The keys clients and templates use for reasoning, each probed with its own text.
@@ -51,8 +52,34 @@ def _glue_marker(text: str, at: int) -> int:
     return at
 
 
+# Reasoning as a content part, (type, key), as chat APIs send it ({"type": "thinking", "thinking": ...}); the
+# text always under a key of its own name, so that a template printing every part's "text" is not taken for one.
+REASONING_PARTS = (("thinking", "thinking"), ("reasoning", "reasoning"))
+
+
 def _reasoning_key(session: Session, **message: Any) -> str | None:
-    """Which message key the template reads reasoning from: one render with every key set to its own text."""
+    """Which message key the template reads reasoning from: one render with every key set to its own
+    text; else a content part, one render for each (a template that reads parts may refuse others)."""
+    found = _reasoning_message_key(session, **message)
+    if found is not None:
+        return found
+    for part_type, key in REASONING_PARTS:
+        field = reasoning_part_field(part_type, key)
+        form = session.form.with_(reasoning_key=field)
+        output = session.history(v.assistant(form, reasoning=v.REASONING_TEXT, **message))
+        if isinstance(output, str) and v.REASONING_TEXT in output and not _part_printed(output, key):
+            return field
+    return None
+
+
+def _part_printed(output: str, key: str) -> bool:
+    """Whether the template printed the content parts as data (a list's repr or JSON) rather than
+    reading the reasoning part: the part's key stands quoted right before the reasoning text."""
+    printed = re.compile(r"""["']""" + re.escape(key) + r"""["']\s*:\s*["']""" + re.escape(v.REASONING_TEXT))
+    return printed.search(output) is not None
+
+
+def _reasoning_message_key(session: Session, **message: Any) -> str | None:
     # reasoning_content alone first: it is what OpenAI-style clients send, so a template that reads
     # several keys is described by that one.
     for keys in (("reasoning_content",), tuple(REASONING_PROBES)[1:]):
@@ -72,12 +99,35 @@ def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
     plain = session.history(v.assistant(session.form, content=v.CONTENT_TEXT))
     if isinstance(plain, Failed):
         return Unknown(f"content turn does not render: {plain.message}")
+    found = _from_history(session, session, turn, plain)
+    if found is None:
+        # Some templates write reasoning back only while thinking is on (DeepSeek-V4 keeps it under
+        # its switch): the same probes with the switch on.
+        switch = thinking_switch(session)
+        if isinstance(switch, ThinkingSwitch):
+            thinking = Session(session.compiled, session.form, extra={**session.extra, **switch.context(True)})
+            thinking_plain = thinking.history(v.assistant(session.form, content=v.CONTENT_TEXT))
+            if isinstance(thinking_plain, str):
+                found = _from_history(thinking, session, turn, thinking_plain, thinking_on=True)
+    if found is not None:
+        return found
+    return _from_prompts(session, turn) or Unknown(
+        "no reasoning field (reasoning_content, reasoning, thinking) is written in history"
+    )
+
+
+def _from_history(
+    session: Session, default: Session, turn: Turn, plain: str, *, thinking_on: bool = False
+) -> Reasoning | Unknown | None:
+    """Reasoning markers from history renders of ``session`` (``default``: the template's own
+    context, where the thinking switch is read); None when history writes no reasoning field."""
     key = _reasoning_key(session, content=v.CONTENT_TEXT)
     if key is not None:
         form = session.form.with_(reasoning_key=key)
         output = session.with_form(form).history(v.assistant(form, content=v.CONTENT_TEXT, reasoning=v.REASONING_TEXT))
         if isinstance(output, str) and v.REASONING_TEXT in output:
-            return _markers(session, turn, plain, output, key, "all turns")
+            scope: ReasoningScope = "turns while thinking is on" if thinking_on else "all turns"
+            return _markers(default, turn, plain, output, key, scope)
     # Some templates keep reasoning only on turns that call tools (it is needed to continue them).
     call_plain = session.history(v.assistant(session.form, calls=(v.CALL1,)))
     key = _reasoning_key(session, calls=(v.CALL1,))
@@ -85,10 +135,9 @@ def detect_reasoning(session: Session, turn: Turn) -> Reasoning | Unknown:
         form = session.form.with_(reasoning_key=key)
         output = session.with_form(form).history(v.assistant(form, calls=(v.CALL1,), reasoning=v.REASONING_TEXT))
         if isinstance(output, str) and v.REASONING_TEXT in output:
-            return _markers(session, turn, call_plain, output, key, "turns with tool calls")
-    return _from_prompts(session, turn) or Unknown(
-        "no reasoning field (reasoning_content, reasoning, thinking) is written in history"
-    )
+            scope = "turns while thinking is on" if thinking_on else "turns with tool calls"
+            return _markers(default, turn, call_plain, output, key, scope)
+    return None
 
 
 _OPEN_TAG = re.compile(r"<([A-Za-z_][\w:.\-]*)>\s*\Z")
@@ -122,20 +171,23 @@ def _from_prompts(session: Session, turn: Turn) -> Reasoning | None:
     if m is None:
         return None
     close = f"</{m.group(1)}>"
-    probe = session.history(v.assistant(session.form, content=f"{v.REASONING_TEXT}{close}{v.CONTENT_TEXT}"))
-    if isinstance(probe, str) and v.CONTENT_TEXT in probe and v.REASONING_TEXT not in probe:
-        # The template cuts everything up to the closing tag out of content: that is reasoning.
-        return Reasoning(
-            open=prompt[m.start() :],
-            close=close,
-            field="",
-            forced_open=True,
-            empty_block="",
-            toggle=switch,
-            scope="not written in history",
-            opened_when_thinking=True,
-        )
-    return None
+    message = v.assistant(session.form, content=f"{v.REASONING_TEXT}{close}{v.CONTENT_TEXT}")
+    # Also with a user turn after it: a template may take a last assistant message for a prefill
+    # and write it as given (Nemotron-Nano-v2), where it strips earlier turns.
+    probes = (session.history(message), session.history(message, v.user(v.USER_TEXT2)))
+    if not any(isinstance(p, str) and v.CONTENT_TEXT in p and v.REASONING_TEXT not in p for p in probes):
+        return None
+    # The template cuts everything up to the closing tag out of content: that is reasoning.
+    return Reasoning(
+        open=prompt[m.start() :],
+        close=close,
+        field="",
+        forced_open=True,
+        empty_block="",
+        toggle=switch,
+        scope="not written in history",
+        opened_when_thinking=True,
+    )
 
 
 def _markers(

@@ -31,6 +31,29 @@ from analyzer.template import Template
 
 # The key OpenAI-style clients send reasoning under.
 CLIENT_REASONING_KEY = "reasoning_content"
+# Reasoning may instead be a part of the message's content ({"type": "thinking", "thinking": ...}, as
+# Mistral's templates read it): its field is then spelled ``content[type=thinking].thinking``.
+_REASONING_PART = re.compile(r"content\[type=(?P<type>[\w-]+)\]\.(?P<key>[\w-]+)")
+
+
+def reasoning_part_field(part_type: str, key: str) -> str:
+    """The reasoning field of a template that reads reasoning as a content part of this type and key."""
+    return f"content[type={part_type}].{key}"
+
+
+def put_reasoning(message: dict[str, Any], field: str, reasoning: Any) -> None:
+    """Set ``message``'s reasoning under ``field``: a key of its own, or a content part before its text."""
+    part = _REASONING_PART.fullmatch(field)
+    if part is None:
+        message[field] = reasoning
+        return
+    content = message.get("content")
+    text = [{"type": "text", "text": content}] if content else []
+    message["content"] = [
+        {"type": part["type"], part["key"]: reasoning},
+        *(content if isinstance(content, list) else text),
+    ]
+
 
 # (a client's call id, how many ids were rewritten before it) -> the id to write instead, or None to
 # keep it.
@@ -113,7 +136,7 @@ class Spelling:
             message = dict(message)
             if message.get("role") == "assistant":
                 if self.reasoning_key != CLIENT_REASONING_KEY and CLIENT_REASONING_KEY in message:
-                    message[self.reasoning_key] = message.pop(CLIENT_REASONING_KEY)
+                    put_reasoning(message, self.reasoning_key, message.pop(CLIENT_REASONING_KEY))
                 if message.get("tool_calls"):
                     if not message.get("content"):
                         message["content"] = self.content_with_calls

@@ -18,6 +18,7 @@ from typing import Any
 
 from analyzer.description import JsonType
 from analyzer.render.conversation import Spelling as Spelling  # re-exported: callers write v.Spelling
+from analyzer.render.conversation import put_reasoning
 from analyzer.runtime.call_forms import ID_FORMS as RUNTIME_ID_FORMS
 
 # Function names, argument names and values. Two of each kind, sharing no first or last character.
@@ -130,7 +131,7 @@ def assistant(
     else:
         message["content"] = content if content is not None else ""
     if reasoning is not None:
-        message[form.reasoning_key] = reasoning
+        put_reasoning(message, form.reasoning_key, reasoning)
     return message
 
 

@@ -475,6 +475,20 @@ def _find_resumed(text: str, word: str, start: int, memo: Memo | None) -> int:
     return at
 
 
+def _wrapped_end(text: str, i: int, wrapper: tuple[str, str], final: bool, memo: Memo | None) -> int | _Need:
+    """Where a raw value at ``i`` may end from: past the closer of the wrapper it opens with
+    (``<![CDATA[`` ... ``]]>``), else ``i``. NEED while the wrapper is open; an output that ends
+    inside it is read as if there were no wrapper."""
+    opener, closer = wrapper
+    j = skip_ws(text, i)
+    if not opener or not text.startswith(opener, j):
+        return NEED if not final and opener and len(text) - j < len(opener) and opener.startswith(text[j:]) else i
+    close = _find_resumed(text, closer, j + len(opener), memo)
+    if close == -1:
+        return i if final else NEED
+    return close + len(closer)
+
+
 def _earliest(text: str, words: tuple[str, ...], start: int, memo: Memo | None) -> int:
     """Where the first of ``words`` found from ``start`` stands, each looked for as ``_find_resumed``
     does; -1 where none is."""
@@ -634,9 +648,14 @@ def _match_form(
             syntaxes = group.syntaxes
             if stop and ("raw" in syntaxes or "unknown" in syntaxes):
                 tag = group.tag_of(key)
-                at = tag.close_at(text, i) if tag is not None else _find_resumed(text, stop, i, memo)
+                # A value in the template's wrapper (CDATA) may hold the closing marker: it ends after
+                # the wrapper's closer.
+                value_from = _wrapped_end(text, i, wrapper, final, memo)
+                if not isinstance(value_from, int):
+                    return NEED
+                at = tag.close_at(text, value_from) if tag is not None else _find_resumed(text, stop, value_from, memo)
                 # A value never runs past the end of its call.
-                call_end = _earliest(text, following, i, memo)
+                call_end = _earliest(text, following, value_from, memo)
                 if call_end != -1 and (at == -1 or at > call_end):
                     return Mismatch(f"argument value not closed by {stop!r} before the call ends")
                 if at == -1:

@@ -22,9 +22,6 @@ KNOWN = {
     "ibm-granite-granite-3.3-2B-Instruct": "no render shows reasoning markers (the template never writes them)",
     "Apriel-1.6-15b-Thinker-fixed": "llama.cpp counts the words the prompt writes inside the block it opens "
     "('Here are my reasoning steps:') as reasoning; our parser reads the model's output only",
-    "NVIDIA-Nemotron-Nano-v2": "no render shows where reasoning ends (history drops it, no toggle closes it)",
-    "deepseek-ai-DeepSeek-V4": "the thinking toggle does not close the block in the prompt, "
-    "so no render shows the close",
     "LFM2-8B-A1B": "the template never writes tool calls in history (format none)",
     "LFM2.5-Instruct": "the template never writes tool calls in history (format none)",
     "openai-gpt-oss-120b": "history writes calls in the commentary channel only; the sample uses the analysis channel",

@@ -19,6 +19,7 @@ from analyzer.backends.gbnf import to_grammar
 from analyzer.description import FormatDescription, Reasoning, ThinkingSwitch
 from analyzer.errors import RenderError
 from analyzer.lower import lower
+from analyzer.render.conversation import put_reasoning
 from analyzer.render.engines import CompiledTemplate
 from analyzer.runtime.shape import Marker, OutputShape
 from helpers.golden import Call, assistant_output, compile_for, golden, golden_descriptions, tool_calls
@@ -279,9 +280,9 @@ def reasoning_then_a_call_output(c: Case) -> str:
     turn = {
         "role": "assistant",
         "content": c.description.input_form.content_with_calls,
-        reasoning.field: PLAN,
         "tool_calls": tool_calls(c.description, [WEATHER]),
     }
+    put_reasoning(turn, reasoning.field, PLAN)
     output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS, reasoning_thinking(c))
     assert PLAN in output
     _, end = turn_span(c.shape, output, 1)

@@ -15,6 +15,7 @@ from typing import Any
 from analyzer.description import Calls, FormatDescription, Reasoning
 from analyzer.errors import RenderError
 from analyzer.lower import lower
+from analyzer.render.conversation import put_reasoning
 from analyzer.render.engines import CompiledTemplate
 from analyzer.runtime.shape import JsonCallObject
 from helpers.golden import assistant_output, compile_for, golden_descriptions, tool_calls
@@ -183,7 +184,7 @@ def model_output(
     }
     if isinstance(description.reasoning, Reasoning) and description.reasoning.forced_open:
         # The prompt opened reasoning: the model writes some and closes it before anything else.
-        turn[description.reasoning.field] = REASONING
+        put_reasoning(turn, description.reasoning.field, REASONING)
     output = assistant_output(description, compiled, [USER], turn, TOOLS)
     # A model stops at the turn's stop string; what a template appends after a final message
     # (a new header, an instruction) is not model output.

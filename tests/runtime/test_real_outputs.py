@@ -68,6 +68,45 @@ ROWS = {
         reasoning="Let me call",
         calls=_PARIS,
     ),
+    # Reasoning the prompt opens, found from renders with the thinking switch on (history keeps
+    # reasoning only then), or from a prompt that always opens the block (Nemotron-Nano-v2).
+    "reasoning opened by the prompt, thinking on (DeepSeek-V4)": Row(
+        "deepseek-ai-DeepSeek-V4",
+        "I am\nthinking</think>Hello, world!",
+        content="Hello, world!",
+        reasoning="I am\nthinking",
+        thinking=True,
+    ),
+    "no reasoning with thinking off (DeepSeek-V4)": Row(
+        "deepseek-ai-DeepSeek-V4", "Hello, world!", content="Hello, world!", thinking=False
+    ),
+    "reasoning opened by the prompt, thinking on (Reka-Edge)": Row(
+        "Reka-Edge",
+        "I am\nthinking\n</think>\n\nHello, world!",
+        content="Hello, world!",
+        reasoning="I am\nthinking",
+        thinking=True,
+    ),
+    "reasoning opened by every prompt (Nemotron-Nano-v2)": Row(
+        "NVIDIA-Nemotron-Nano-v2",
+        "I am\nthinking</think>Hello, world!",
+        content="Hello, world!",
+        reasoning="I am\nthinking",
+    ),
+    # Reasoning the template reads as a content part ({"type": "thinking"}), written [THINK]...[/THINK].
+    "reasoning written as a content part (Ministral-3)": Row(
+        "mistralai-Ministral-3-14B-Reasoning-2512",
+        "[THINK]I am\nthinking[/THINK]Hello, world!",
+        content="Hello, world!",
+        reasoning="I am\nthinking",
+    ),
+    # A value in the template's CDATA wrapper may hold the marker that closes a value.
+    "a CDATA value holding the value's closing marker (MiniCPM5)": Row(
+        "openbmb-MiniCPM5-1B",
+        '<function name="search"><param name="query"><![CDATA[<a href="/x">hi</a> </param>]]></param></function>',
+        calls=(("search", {"query": '<a href="/x">hi</a> </param>'}),),
+        thinking=False,
+    ),
 }
 
 
