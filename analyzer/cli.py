@@ -288,6 +288,13 @@ def render(
     "--jsonl", is_flag=True, help="Each input line is a JSON string holding one output; one message per line."
 )
 @thinking_option
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Read only what the template writes: none of the tolerances for what models write otherwise "
+    "(other whitespace, a framing marker left out, Python literals, ...), each of which is otherwise "
+    "recorded in the message's warnings.",
+)
 @engine_option
 @variant_option
 def parse(
@@ -296,6 +303,7 @@ def parse(
     stream: bool,
     jsonl: bool,
     thinking: bool | None,
+    strict: bool,
     engine: str,
     variant: str | None,
 ) -> None:
@@ -307,7 +315,7 @@ def parse(
         raise InputError("--stream and --jsonl cannot be used together")
     if template == "-":
         raise InputError("parse reads the model's output from stdin: give the template as a file, not -")
-    parser = Parser(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking)
+    parser = Parser(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking, strict=strict)
     source = sys.stdin.buffer  # click.get_binary_stream is deprecated since click 8.5
     if stream:
         parse_command.parse_stream(parser, source, lambda line: click.echo(line))

@@ -114,7 +114,7 @@ def parse_lines(parser: Parser, source: BinaryIO, write: Write) -> str | None:
 
 
 def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None, argv: list[str] | None = None) -> int:
-    """``python PARSER.py [--stream | --jsonl] [--tools FILE] [--thinking | --no-thinking] < output``."""
+    """``python PARSER.py [--stream | --jsonl] [--tools FILE] [--thinking | --no-thinking] [--strict] < output``."""
     options = argparse.ArgumentParser(
         description=f"Parse {shape.template} model output (stdin) into an OpenAI-style assistant message (JSON)."
     )
@@ -141,6 +141,11 @@ def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None,
         action="store_false",
         help="the prompt was rendered with thinking switched off",
     )
+    options.add_argument(
+        "--strict",
+        action="store_true",
+        help="read only what the template writes: no tolerance for what models write otherwise",
+    )
     args = options.parse_args(argv)
     if args.tools:
         try:
@@ -155,7 +160,7 @@ def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None,
             print(f"Error: {args.tools}: tools must be a JSON list of tool objects", file=sys.stderr)
             return 2
         tools = loaded
-    parser = Parser(shape, tools, thinking=args.thinking)
+    parser = Parser(shape, tools, thinking=args.thinking, strict=args.strict)
     out = sys.stdout
 
     def write(line: str) -> None:

@@ -37,11 +37,24 @@ class ParseError:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class ParseWarning:
+    """A way the output differs from what the template writes that was read anyway (a tolerance:
+    ``tolerance.py`` lists the kinds). ``offset``: where in the output, in characters."""
+
+    kind: str
+    message: str
+    offset: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "offset": self.offset}
+
+
 class Message:
     """The assistant message so far. Text arrives in pieces (one per delta), kept as lists and joined
     when read, so that folding a long stream in costs linear time."""
 
-    __slots__ = ("_content", "_reasoning", "errors", "tool_calls")
+    __slots__ = ("_content", "_reasoning", "errors", "tool_calls", "warnings")
 
     def __init__(
         self,
@@ -49,11 +62,13 @@ class Message:
         reasoning_content: str = "",
         tool_calls: list[ToolCall] | None = None,
         errors: list[ParseError] | None = None,
+        warnings: list[ParseWarning] | None = None,
     ) -> None:
         self._content = [content] if content else []
         self._reasoning = [reasoning_content] if reasoning_content else []
         self.tool_calls: list[ToolCall] = tool_calls if tool_calls is not None else []
         self.errors: list[ParseError] = errors if errors is not None else []
+        self.warnings: list[ParseWarning] = warnings if warnings is not None else []
 
     @property
     def content(self) -> str:
@@ -82,17 +97,18 @@ class Message:
             self._reasoning.append(reasoning)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Message) and (self.content, self.reasoning_content, self.tool_calls, self.errors) == (
-            other.content,
-            other.reasoning_content,
-            other.tool_calls,
-            other.errors,
-        )
+        return isinstance(other, Message) and (
+            self.content,
+            self.reasoning_content,
+            self.tool_calls,
+            self.errors,
+            self.warnings,
+        ) == (other.content, other.reasoning_content, other.tool_calls, other.errors, other.warnings)
 
     def __repr__(self) -> str:
         return (
             f"Message(content={self.content!r}, reasoning_content={self.reasoning_content!r}, "
-            f"tool_calls={self.tool_calls!r}, errors={self.errors!r})"
+            f"tool_calls={self.tool_calls!r}, errors={self.errors!r}, warnings={self.warnings!r})"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,6 +120,9 @@ class Message:
         if self.tool_calls:
             out["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         out["errors"] = [error.to_dict() for error in self.errors]
+        if self.warnings:
+            # Only where a tolerance was applied: output as the template writes it gives none.
+            out["warnings"] = [warning.to_dict() for warning in self.warnings]
         return out
 
 
@@ -126,6 +145,7 @@ class Delta(NamedTuple):
     call_name: str | None = None
     arguments: str = ""
     error: ParseError | None = None
+    warning: ParseWarning | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -146,6 +166,8 @@ class Delta(NamedTuple):
             out["tool_calls"] = [call]
         if self.error is not None:
             out["error"] = self.error.to_dict()
+        if self.warning is not None:
+            out["warning"] = self.warning.to_dict()
         return out
 
 
@@ -164,3 +186,5 @@ def apply(message: Message, delta: Delta) -> None:
         call.arguments += delta.arguments
     if delta.error is not None:
         message.errors.append(delta.error)
+    if delta.warning is not None:
+        message.warnings.append(delta.warning)

@@ -20,8 +20,9 @@ from typing import Any, Generic, TypeVar
 
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
-from .message import Delta, Message, ParseError, apply
+from .message import Delta, Message, ParseError, ParseWarning, apply
 from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape
+from .tolerance import MARKER_WHITESPACE, TOLERANCES
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
@@ -51,9 +52,11 @@ class Stream:
         *,
         thinking: bool | None = None,
         validate: bool = True,
+        strict: bool = False,
         plan: _Plan | None = None,
     ):
         self.shape = shape
+        self.strict = strict  # read only what the template writes: no tolerance (tolerance.py)
         self.tools = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
         self.validate = validate and bool(self.tools)
         # Whether the prompt opened reasoning depends on the request's thinking switch.
@@ -78,7 +81,7 @@ class Stream:
         self._call_start = 0
         self._calls = shape.calls
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
-        self._plan = plan = plan or _Plan(shape, self.tools)
+        self._plan = plan = plan or _Plan(shape, self.tools, strict=strict)
         self._matcher, self._alt_matcher = plan.matcher, plan.alt_matcher
         self._call_ender, self._call_completer, self._call_opener = (
             plan.call_ender,
@@ -554,6 +557,16 @@ class Stream:
                 self._consume(step)
                 self._state = _SECTION
                 return
+        if calls is not None and word and word == self._plan.section_wake:
+            # The section opener's special word, with whitespace before the rest of the opener.
+            step = _loose_literal(buf, calls.section_open)
+            if step is NEED and not final:
+                return
+            if isinstance(step, int):
+                self._warn(deltas, MARKER_WHITESPACE, len(word))
+                self._consume(step)
+                self._state = _SECTION
+                return
         if word in shape.stops and not buf[len(word) :].strip():
             # A turn's stop string that also opens a call (a call written as a new message): with
             # nothing after it, it ends the turn.
@@ -959,6 +972,11 @@ class Stream:
     def _error(self, deltas: list[Delta], error: ParseError) -> None:
         self._emit(deltas, Delta(error=error))
 
+    def _warn(self, deltas: list[Delta], kind: str, at: int) -> None:
+        """A tolerance applied at ``at`` in the buffer (one of ``TOLERANCES``)."""
+        offset = self._fed - len(self._buf) + at
+        self._emit(deltas, Delta(warning=ParseWarning(kind, TOLERANCES[kind], offset)))
+
 
 # Each state's step, in the order of the state numbers (a table: the loop runs several times a parse).
 _STATES = (
@@ -983,8 +1001,18 @@ def turn_end_before_stop(shape: OutputShape) -> str:
 class _Plan:
     """What a stream reads off its shape before any text: the same for every parse of one parser."""
 
-    def __init__(self, shape: OutputShape, tools: ToolSchemas) -> None:
+    def __init__(self, shape: OutputShape, tools: ToolSchemas, *, strict: bool = False) -> None:
         calls = shape.calls
+        self.strict = strict
+        # A section opener that joins a special word and punctuation (``[TOOL_CALLS][``): a model may
+        # write whitespace between the two, so content watches the special word alone.
+        trigger = calls.trigger if calls else None
+        opener = calls.section_open[0].text if calls and calls.section_open else ""
+        self.section_wake = (
+            trigger.wake_word
+            if trigger and not strict and trigger.wake_word != opener and opener.startswith(trigger.wake_word)
+            else ""
+        )
         # The text that ends a call.
         self.call_ender = calls.ends_with if calls else ""
         self.call_ender_after = _marker_before_last(calls) if calls and self.call_ender else ""
@@ -1087,6 +1115,8 @@ class _Plan:
                 watch.append(self.call_opener)  # a call without its section opener
             if self.named_after:
                 watch.append(self.named_after)
+            if self.section_wake:
+                watch.append(self.section_wake)
         for literal in (shape.content_open, shape.content_close):
             if literal:
                 watch.append(literal[0].text)
@@ -1394,19 +1424,26 @@ def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
 class Parser:
     """A parser for one output shape and a set of tools (to validate calls and to type key/value
     arguments). ``thinking``: whether the prompt was rendered with thinking switched on (None: the
-    template's default), which decides whether the prompt opened a reasoning block."""
+    template's default), which decides whether the prompt opened a reasoning block. ``strict``: read
+    only what the template writes, applying none of the tolerances of ``tolerance.py``."""
 
     def __init__(
-        self, shape: OutputShape, tools: list[dict[str, Any]] | None = None, *, thinking: bool | None = None
+        self,
+        shape: OutputShape,
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        thinking: bool | None = None,
+        strict: bool = False,
     ) -> None:
         self.shape = shape
         self.tools = tools or []
         self.thinking = thinking
         self._schemas = ToolSchemas(self.tools)  # read, and each schema checked, once for every parse
-        self._plan = _Plan(shape, self._schemas)
+        self.strict = strict
+        self._plan = _Plan(shape, self._schemas, strict=strict)
 
     def stream(self) -> Stream:
-        return Stream(self.shape, self._schemas, thinking=self.thinking, plan=self._plan)
+        return Stream(self.shape, self._schemas, thinking=self.thinking, strict=self.strict, plan=self._plan)
 
     def parse(self, text: str) -> Message:
         stream = self.stream()

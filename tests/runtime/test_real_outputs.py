@@ -22,6 +22,10 @@ class Row(NamedTuple):
     reasoning: str = ""
     calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     thinking: bool | None = None
+    # the tolerances applied (their kinds, in order); a strict parse applies none of them, and then
+    # reads ``strict`` instead (content, calls, error kinds), when the row says
+    warnings: tuple[str, ...] = ()
+    strict: tuple[str | None, tuple[tuple[str, dict[str, Any]], ...], tuple[str, ...]] | None = None
 
 
 _QWEN_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}}\n</tool_call>'
@@ -107,6 +111,21 @@ ROWS = {
         calls=(("search", {"query": '<a href="/x">hi</a> </param>'}),),
         thinking=False,
     ),
+    # Whitespace between the parts of a marker the template writes joined.
+    "a space inside the section opener (Mistral Nemo)": Row(
+        "mistralai-Mistral-Nemo-Instruct-2407",
+        '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"location": "Paris"}}]',
+        calls=_PARIS,
+        warnings=("marker_whitespace",),
+        strict=('[TOOL_CALLS] [{"name": "get_weather", "arguments": {"location": "Paris"}}]', (), ()),
+    ),
+    "a newline inside the section opener (Apertus)": Row(
+        "Apertus-8B-Instruct",
+        '<|tools_prefix|>\n[{"get_weather": {"location": "Paris"}}]<|tools_suffix|>',
+        calls=_PARIS,
+        warnings=("marker_whitespace",),
+        strict=('<|tools_prefix|>\n[{"get_weather": {"location": "Paris"}}]<|tools_suffix|>', (), ()),
+    ),
 }
 
 
@@ -122,6 +141,10 @@ def _read(parser: Parser, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return batch, folded.to_dict()
 
 
+def _calls(message: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls", [])]
+
+
 @pytest.mark.parametrize("name", list(ROWS))
 def test_real_output_reads_as_expected(name: str) -> None:
     row = ROWS[name]
@@ -130,6 +153,22 @@ def test_real_output_reads_as_expected(name: str) -> None:
     assert streamed == batch
     assert batch["content"] == row.content, batch
     assert batch.get("reasoning_content", "") == row.reasoning, batch
-    calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in batch.get("tool_calls", [])]
-    assert calls == list(row.calls), batch
+    assert _calls(batch) == list(row.calls), batch
     assert batch["errors"] == [], batch
+    assert [w["kind"] for w in batch.get("warnings", [])] == list(row.warnings), batch
+
+
+@pytest.mark.parametrize("name", [name for name, row in ROWS.items() if row.warnings])
+def test_a_strict_parse_applies_no_tolerance(name: str) -> None:
+    row = ROWS[name]
+    parser = Parser(golden(row.template), TOOLS, thinking=row.thinking, strict=True)
+    batch, streamed = _read(parser, row.output)
+    assert streamed == batch
+    assert "warnings" not in batch, batch
+    assert row.strict is not None, "a tolerance row says what a strict parse reads"
+    content, calls, errors = row.strict
+    assert (batch["content"], _calls(batch), [e["kind"] for e in batch["errors"]]) == (
+        content,
+        list(calls),
+        list(errors),
+    )

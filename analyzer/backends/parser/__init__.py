@@ -15,7 +15,7 @@ from typing import Any
 from analyzer.description import FormatDescription
 from analyzer.lower import lower
 from analyzer.runtime import stream as _runtime
-from analyzer.runtime.message import Delta, Message, ParseError, ToolCall, apply
+from analyzer.runtime.message import Delta, Message, ParseError, ParseWarning, ToolCall, apply
 from analyzer.runtime.shape import OutputShape
 from analyzer.runtime.stream import Stream
 
@@ -33,9 +33,10 @@ class Parser(_runtime.Parser):
         tools: list[dict[str, Any]] | None = None,
         *,
         thinking: bool | None = None,
+        strict: bool = False,
     ):
         shape = description if isinstance(description, OutputShape) else lower(description)
-        super().__init__(shape, tools, thinking=thinking)
+        super().__init__(shape, tools, thinking=thinking, strict=strict)
 
 
-__all__ = ["Delta", "Message", "ParseError", "Parser", "Stream", "StreamParser", "ToolCall", "apply"]
+__all__ = ["Delta", "Message", "ParseError", "ParseWarning", "Parser", "Stream", "StreamParser", "ToolCall", "apply"]

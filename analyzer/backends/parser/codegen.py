@@ -30,7 +30,19 @@ from analyzer.runtime.shape import OutputShape, shape_to_dict
 
 RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 # In the order a module's top-level statements need the ones before them.
-RUNTIME_MODULES = ("nodes", "call_forms", "shape", "message", "values", "schema", "calls", "match", "stream", "command")
+RUNTIME_MODULES = (
+    "nodes",
+    "call_forms",
+    "shape",
+    "message",
+    "tolerance",
+    "values",
+    "schema",
+    "calls",
+    "match",
+    "stream",
+    "command",
+)
 
 _API = '''
 
@@ -43,8 +55,8 @@ class StreamParser:
     """This template's parser, fed model output in chunks of any size. ``feed`` and ``finish`` return
     OpenAI-style deltas (dicts); ``message`` is the message so far, final after ``finish``."""
 
-    def __init__(self, tools=None, *, thinking=THINKING):
-        self._stream = Parser(SHAPE, TOOLS if tools is None else tools, thinking=thinking).stream()
+    def __init__(self, tools=None, *, thinking=THINKING, strict=False):
+        self._stream = Parser(SHAPE, TOOLS if tools is None else tools, thinking=thinking, strict=strict).stream()
 
     def feed(self, chunk):
         return [delta.to_dict() for delta in self._stream.feed(chunk)]
@@ -57,9 +69,10 @@ class StreamParser:
         return self._stream.message.to_dict()
 
 
-def parse(text, tools=None, *, thinking=THINKING):
-    """The OpenAI-style assistant message (a dict) in a whole model output."""
-    return Parser(SHAPE, TOOLS if tools is None else tools, thinking=thinking).parse(text).to_dict()
+def parse(text, tools=None, *, thinking=THINKING, strict=False):
+    """The OpenAI-style assistant message (a dict) in a whole model output; ``strict``: read only what
+    the template writes (no tolerance for what models write otherwise)."""
+    return Parser(SHAPE, TOOLS if tools is None else tools, thinking=thinking, strict=strict).parse(text).to_dict()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,54 @@
+"""The ways real model output departs from what its template writes that the parser reads anyway.
+
+Models do not write exactly what their templates render: they add whitespace, leave a framing marker
+out, write Python where JSON was asked for, or stop at their end token before a closer. Each such
+departure is read by a rule over the output shape, never by a rule keyed on a template, and each
+rule applied is recorded in the message as a ``ParseWarning`` of its kind (with the offset in the
+output where it applied), so that an audit can count deviations. A strict parser applies none of
+them: it reads only what the template writes.
+
+What a tolerance never does: invent text. Every character still ends up in content, reasoning, a
+call or an error; a tolerance only decides which.
+"""
+
+from __future__ import annotations
+
+# Whitespace between the parts of a marker the template writes joined ("[TOOL_CALLS] [").
+MARKER_WHITESPACE = "marker_whitespace"
+# A call written without the section opener the template writes before it ("<function=run>" with no
+# "<tool_call>"), where the call's own opener is distinctive.
+MISSING_SECTION_OPENER = "missing_section_opener"
+# A call's or a section's closing text missing where the output ends (the model stopped at its end
+# token): what was written is read as the whole call.
+MISSING_CLOSER = "missing_closer"
+# Bare JSON calls (or a JSON reply) inside a markdown code fence.
+CODE_FENCE = "code_fence"
+# Values in Python literal syntax (single quotes, True/False/None) where the template writes JSON.
+PYTHON_LITERAL = "python_literal"
+# Arguments as a JSON-encoded string where the template writes an object, or the reverse.
+ARGUMENTS_ENCODING = "arguments_encoding"
+# A common alternative key in a JSON call object ("parameters" for "arguments", "function" for "name").
+KEY_SPELLING = "key_spelling"
+# Calls separated otherwise than the template separates them (";", a newline, nothing).
+CALL_SEPARATOR = "call_separator"
+# Calls as one JSON list where the template writes one object per call, or the reverse.
+CALL_LIST = "call_list"
+# The reasoning opener written again after the prompt opened the block.
+REPEATED_REASONING_OPENER = "repeated_reasoning_opener"
+# A reasoning closer with no opener before it, where the prompt may have opened the block: the text
+# before it is reasoning.
+UNOPENED_REASONING = "unopened_reasoning"
+
+TOLERANCES = {
+    MARKER_WHITESPACE: "whitespace between the parts of a marker the template writes joined",
+    MISSING_SECTION_OPENER: "a call without the section opener the template writes before it",
+    MISSING_CLOSER: "a call's or section's closing text missing where the output ends",
+    CODE_FENCE: "JSON inside a markdown code fence",
+    PYTHON_LITERAL: "a value in Python literal syntax where the template writes JSON",
+    ARGUMENTS_ENCODING: "arguments as a JSON string where the template writes an object, or the reverse",
+    KEY_SPELLING: "an alternative key for a field of a JSON call object",
+    CALL_SEPARATOR: "calls separated otherwise than the template separates them",
+    CALL_LIST: "calls as a JSON list where the template writes one object per call, or the reverse",
+    REPEATED_REASONING_OPENER: "the reasoning opener written again after the prompt opened the block",
+    UNOPENED_REASONING: "a reasoning closer with no opener, where the prompt may have opened the block",
+}
