@@ -13,5 +13,7 @@ no ``__init__.py``), so this package imports from any test module without path t
 - ``cli``: the command line run through its real entry point.
 - ``stand_in``: a local stand-in for llama-server's /completion endpoint (the ``stand_in`` fixture).
 - ``samples``: llama.cpp's sample outputs and the tools their tests declared.
+- ``llama_chat_cases``: every parse expectation of llama.cpp's tests/test-chat.cpp (read from the pinned
+  sdist at test time) as a case, and a case run through our parser; ``cpp_eval`` is the C++ reader it uses.
 - ``toy``: toy chat templates for the detector tests, and the analysis of one.
 """
