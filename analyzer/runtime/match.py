@@ -13,7 +13,7 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .call_forms import JsonCall
@@ -37,6 +37,7 @@ from .shape import (
     id_pattern,
     unescape_name,
 )
+from .tolerance import ARGUMENTS_ENCODING, KEY_SPELLING, LITERAL_SYNTAX
 from .values import (
     INCOMPLETE,
     INVALID,
@@ -45,8 +46,10 @@ from .values import (
     coerce,
     complete_json_at,
     decode,
-    decode_arguments,
     decode_notation,
+    decode_syntax,
+    python_literal,
+    read_arguments,
     strict_object,
     value_end,
 )
@@ -120,6 +123,7 @@ class CallMatch:
     arguments: dict[str, Any] | None = None
     arguments_text: str = ""  # the arguments as the model wrote them, when already a JSON object
     unread: list[tuple[str, str]] = field(default_factory=list)  # (field, its JSON text): members no layout path reads
+    tolerated: list[tuple[str, int]] = field(default_factory=list)  # (tolerance kind, where in the text)
 
 
 class CallMatcher:
@@ -133,8 +137,10 @@ class CallMatcher:
         *,
         call_separator: str = "",
         next_call: tuple[str, ...] = (),
+        strict: bool = False,
     ):
         self.parts = parts
+        self.strict = strict  # read only what the template writes: no tolerance (tolerance.py)
         # Between two calls, and what the next one opens with: a raw value is over at its call's end
         # only where another call follows that separator.
         self.call_separator, self.next_call = call_separator, next_call
@@ -258,10 +264,18 @@ class CallMatcher:
         complete = complete_json_at(text, start, memo)
         if complete == INCOMPLETE:
             return NEED if not final else Mismatch("the arguments end before they are complete")
-        if isinstance(complete, tuple) and isinstance(complete[0], dict):
+        if (
+            isinstance(complete, tuple)
+            and isinstance(complete[0], dict)
+            and not (self.strict and part.encoding != "object")
+        ):
             # Already the strict JSON object clients expect: passed on as the model wrote it.
             result.arguments, end = complete
             result.arguments_text = text[start:end]
+            if part.encoding == "string":
+                result.tolerated.append((ARGUMENTS_ENCODING, start))
+            elif part.encoding == "python" and python_literal(text[start:end]) is None:
+                result.tolerated.append((LITERAL_SYNTAX, start))
             return end
         span = _json_span(
             text,
@@ -276,9 +290,13 @@ class CallMatcher:
         i, end = span
         raw = text[i:end]
         try:
-            result.arguments = decode_arguments(raw, part.encoding)
+            result.arguments, other_syntax, other_encoding = read_arguments(raw, part.encoding, strict=self.strict)
         except Undecodable as exc:
             return Mismatch(f"arguments are not valid: {exc}")
+        if other_syntax:
+            result.tolerated.append((LITERAL_SYNTAX, i))
+        if other_encoding:
+            result.tolerated.append((ARGUMENTS_ENCODING, i))
         # The model's own text is kept only when it already is the JSON object clients expect.
         result.arguments_text = raw if strict_object(raw) else ""
         return end
@@ -297,9 +315,11 @@ class CallMatcher:
                 return span
             i, end = span
             try:
-                call = decode(text[i:end])
+                call, other_syntax = decode_syntax(text[i:end], strict=self.strict)
             except Undecodable as exc:
                 return Mismatch(f"the call is not valid JSON: {exc}")
+            if other_syntax:
+                result.tolerated.append((LITERAL_SYNTAX, i))
         if not isinstance(call, dict):
             return Mismatch("the call is not a JSON object")
         layout = part.layout
@@ -310,6 +330,8 @@ class CallMatcher:
         else:
             name = _get(call, layout.name_path)
             arguments = _get(call, layout.arguments_path)
+            if not self.strict and (name is None or arguments is None):
+                name, arguments, layout = _respelled(call, layout, name, arguments, result, i)
             if layout.id_path is not None:
                 found = _get(call, layout.id_path)
                 if isinstance(found, (str, int)):
@@ -325,10 +347,20 @@ class CallMatcher:
         if arguments is None:
             arguments = {}
         if isinstance(arguments, str):
+            if layout.arguments_encoding != "string":
+                if self.strict:
+                    return Mismatch("arguments are a string, not an object")
+                result.tolerated.append((ARGUMENTS_ENCODING, i))
             try:
-                arguments = decode_arguments(arguments, "string")
+                arguments, other_syntax, _ = read_arguments(arguments, "string", strict=self.strict)
             except Undecodable as exc:
                 return Mismatch(f"arguments are not valid: {exc}")
+            if other_syntax:
+                result.tolerated.append((LITERAL_SYNTAX, i))
+        elif layout.arguments_encoding == "string" and isinstance(arguments, dict):
+            if self.strict:
+                return Mismatch("arguments are an object, not a JSON string")
+            result.tolerated.append((ARGUMENTS_ENCODING, i))
         if not isinstance(arguments, dict):
             return Mismatch("arguments are not an object")
         result.name = name
@@ -499,6 +531,31 @@ def _earliest(text: str, words: tuple[str, ...], start: int, memo: Memo | None) 
             if at != -1 and (first == -1 or at < first):
                 first = at
     return first
+
+
+# Keys models write for a call object's name and arguments other than the template's own.
+_NAME_KEYS = ("name", "function", "tool_name", "tool")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+
+
+def _respelled(
+    call: dict[str, Any], layout: JsonCall, name: Any, arguments: Any, result: CallMatch, at: int
+) -> tuple[Any, Any, JsonCall]:
+    """A call object whose name or arguments stand under another common key than the layout's (of one
+    key: ``parameters`` for ``arguments``): read there, and the layout they were read with (so that the
+    key counts as read)."""
+    respelled = layout
+    if name is None and len(layout.name_path) == 1:
+        key = next((k for k in _NAME_KEYS if isinstance(call.get(k), str) and k != layout.arguments_path[0]), None)
+        if key is not None:
+            name, respelled = call[key], replace(respelled, name_path=(key,))
+    if arguments is None and len(layout.arguments_path) == 1:
+        key = next((k for k in _ARGUMENT_KEYS if k in call and k != respelled.name_path[0]), None)
+        if key is not None:
+            arguments, respelled = call[key], replace(respelled, arguments_path=(key,))
+    if respelled is not layout:
+        result.tolerated.append((KEY_SPELLING, at))
+    return name, arguments, respelled
 
 
 def _get(obj: Any, path: tuple[str, ...]) -> Any:

@@ -22,7 +22,7 @@ from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
 from .message import Delta, Message, ParseError, ParseWarning, apply
 from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape
-from .tolerance import MARKER_WHITESPACE, TOLERANCES
+from .tolerance import CODE_FENCE, MARKER_WHITESPACE, MISSING_SECTION_OPENER, TOLERANCES
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
@@ -536,7 +536,7 @@ class Stream:
             self._call_start, self._state = 0, _CALL
             return
         if word == _FENCE and self._fences:
-            fence = self._fence(final)
+            fence = self._fence(deltas, final)
             if fence is NEED:
                 return
             if fence:
@@ -574,6 +574,8 @@ class Stream:
                 self._consume(len(buf))
             return
         if calls is not None and self._call_opener == word:
+            if calls.section_open:
+                self._warn(deltas, MISSING_SECTION_OPENER, 0)
             self._call_start = 0
             self._state = _CALL
             return
@@ -646,7 +648,7 @@ class Stream:
         m = self._answer_opener.search(buf, self._scan_from)
         return m.start() if m else None
 
-    def _fence(self, final: bool) -> bool | _Need:
+    def _fence(self, deltas: list[Delta], final: bool) -> bool | _Need:
         """The buffer starts with a code fence: when a bare JSON call or an answer object follows it,
         drop the fence and read that (True); NEED while that cannot be told yet; else False."""
         buf = self._buf
@@ -655,7 +657,7 @@ class Stream:
         rest = buf[end:]
         if not rest or (m and m.end() == len(buf)):
             return False if final else NEED
-        opens_call = self._json_opener is not None and self._json_opener.match(buf, end) is not None
+        opens_call = not self.strict and self._json_opener is not None and self._json_opener.match(buf, end) is not None
         opens_answer = self._answer_opener is not None and self._answer_opener.match(buf, end) is not None
         if (
             opens_call
@@ -666,6 +668,8 @@ class Stream:
         ):
             return NEED  # an object that opens like a call may still turn out to be the answer
         if opens_call or opens_answer:
+            if opens_call:
+                self._warn(deltas, CODE_FENCE, 0)
             self._consume(end)
             self._fenced = True
             if opens_answer:
@@ -920,6 +924,8 @@ class Stream:
         # a named tuple costs half as much again
         self._emit(deltas, Delta("", "", index, call_id, name))
         self._emit(deltas, Delta("", "", index, None, None, text))
+        for kind, at in match.tolerated:
+            self._warn(deltas, kind, at)
         for path, number in numbers:
             where = "/".join(str(step) for step in path)
             self._error(
@@ -1028,12 +1034,21 @@ class _Plan:
         separator = calls.separator[0].text if calls and calls.separator else ""
         opens = (self.call_opener,) if self.call_opener else tuple(tools.names())
         self.matcher = (
-            CallMatcher(calls.call, tools.schemas, calls.followers, call_separator=separator, next_call=opens)
+            CallMatcher(
+                calls.call, tools.schemas, calls.followers, call_separator=separator, next_call=opens, strict=strict
+            )
             if calls
             else None
         )
         self.alt_matcher = (
-            CallMatcher(calls.no_arguments, tools.schemas, calls.followers, call_separator=separator, next_call=opens)
+            CallMatcher(
+                calls.no_arguments,
+                tools.schemas,
+                calls.followers,
+                call_separator=separator,
+                next_call=opens,
+                strict=strict,
+            )
             if calls and calls.no_arguments
             else None
         )
@@ -1111,8 +1126,8 @@ class _Plan:
         if calls is not None:
             if calls.trigger.word:
                 watch.append(calls.trigger.word)
-            if self.call_opener:
-                watch.append(self.call_opener)  # a call without its section opener
+            if self.call_opener and not (self.strict and calls.section_open):
+                watch.append(self.call_opener)  # a call without its section opener, where there is one
             if self.named_after:
                 watch.append(self.named_after)
             if self.section_wake:

@@ -23,8 +23,9 @@ MISSING_SECTION_OPENER = "missing_section_opener"
 MISSING_CLOSER = "missing_closer"
 # Bare JSON calls (or a JSON reply) inside a markdown code fence.
 CODE_FENCE = "code_fence"
-# Values in Python literal syntax (single quotes, True/False/None) where the template writes JSON.
-PYTHON_LITERAL = "python_literal"
+# Values in the other common literal syntax than the template's: Python (single quotes, True/False/None)
+# where it writes JSON, JSON (true, null) where it writes Python.
+LITERAL_SYNTAX = "literal_syntax"
 # Arguments as a JSON-encoded string where the template writes an object, or the reverse.
 ARGUMENTS_ENCODING = "arguments_encoding"
 # A common alternative key in a JSON call object ("parameters" for "arguments", "function" for "name").
@@ -44,7 +45,7 @@ TOLERANCES = {
     MISSING_SECTION_OPENER: "a call without the section opener the template writes before it",
     MISSING_CLOSER: "a call's or section's closing text missing where the output ends",
     CODE_FENCE: "JSON inside a markdown code fence",
-    PYTHON_LITERAL: "a value in Python literal syntax where the template writes JSON",
+    LITERAL_SYNTAX: "a value in the other literal syntax than the template's (Python for JSON, or JSON for Python)",
     ARGUMENTS_ENCODING: "arguments as a JSON string where the template writes an object, or the reverse",
     KEY_SPELLING: "an alternative key for a field of a JSON call object",
     CALL_SEPARATOR: "calls separated otherwise than the template separates them",

@@ -105,23 +105,46 @@ def decode(text: str, *, python: bool = False) -> Any:
     """A JSON value; Python literals too (``True``, ``None``, single quotes) since models mix them up.
     Python literals become JSON values (bytes as text, tuples and sets as lists, keys as strings);
     what has no JSON value (a complex number, a value nested too deeply) is ``Undecodable``."""
+    return decode_syntax(text)[0]
+
+
+def decode_syntax(text: str, *, strict: bool = False, python: bool = False) -> tuple[Any, bool]:
+    """``decode``, and whether the text is written in the other literal syntax than the one asked for
+    (Python where ``python`` is false, JSON where it is true). ``strict``: only the syntax asked for."""
     try:
         value = json.loads(text)
         # Nesting past _MAX_DEPTH takes more brackets than a shorter text holds.
-        return value if len(text) <= _MAX_DEPTH else _shallow(value)
+        value = value if len(text) <= _MAX_DEPTH else _shallow(value)
+        if not python:
+            return value, False
+        if python_literal(text) is None:
+            if strict:
+                raise Undecodable(f"not a Python literal: {text[:60]!r}")
+            return value, True
+        return value, False
     except _UNDECODABLE:
-        pass
+        if strict and not python:
+            raise Undecodable(f"not a JSON value: {text[:60]!r}") from None
+    found = python_literal(text)
+    if found is not None:
+        return found[0], not python
+    if strict:
+        raise Undecodable(f"not a {'Python literal' if python else 'JSON value'}: {text[:60]!r}")
+    repaired = text.replace("True", "true").replace("False", "false").replace("None", "null")
+    try:
+        return _shallow(json.loads(repaired)), True
+    except _UNDECODABLE:
+        raise Undecodable(f"not a JSON value: {text[:60]!r}") from None
+
+
+def python_literal(text: str) -> tuple[Any] | None:
+    """The JSON value of a Python literal, in a 1-tuple (the value may be None); None when it is none."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes in model text are not our warnings
-            return _as_json(ast.literal_eval(text.strip()), 0)
+            return (_as_json(ast.literal_eval(text.strip()), 0),)
     except _UNDECODABLE:
-        pass
-    repaired = text.replace("True", "true").replace("False", "false").replace("None", "null")
-    try:
-        return _shallow(json.loads(repaired))
-    except _UNDECODABLE:
-        raise Undecodable(f"not a JSON value: {text[:60]!r}") from None
+        return None
 
 
 def _shallow(value: Any) -> Any:
@@ -258,13 +281,27 @@ def readable(text: str) -> str:
 def decode_arguments(text: str, encoding: str) -> dict[str, Any]:
     """Arguments as a dict. A JSON string holding the object (written by the template, or by a model
     that encoded it twice) is decoded once more."""
-    value = decode(text, python=encoding == "python")
+    return read_arguments(text, encoding)[0]
+
+
+def read_arguments(text: str, encoding: str, *, strict: bool = False) -> tuple[dict[str, Any], bool, bool]:
+    """Arguments written in ``encoding`` ("object": a JSON object, "string": a JSON string holding one,
+    "python": a Python dict), as a dict; and whether they were written in the other literal syntax,
+    and encoded otherwise (a string where an object was asked for, twice, or an object where a string
+    was). ``strict``: only as the encoding says."""
+    value, other_syntax = decode_syntax(text, strict=strict, python=encoding == "python")
+    encodings = 0
     for _ in range(2):
         if isinstance(value, str):
-            value = decode(value)
+            value, nested_syntax = decode_syntax(value, strict=strict)
+            other_syntax = other_syntax or nested_syntax
+            encodings += 1
     if not isinstance(value, dict):
         raise Undecodable(f"arguments are not an object: {text[:60]!r}")
-    return value
+    other_encoding = encodings != (1 if encoding == "string" else 0)
+    if strict and other_encoding:
+        raise Undecodable(f"arguments are not {'a JSON string' if encoding == 'string' else 'an object'}")
+    return value, other_syntax, other_encoding
 
 
 def coerce(raw: str, json_type: str | None) -> Any:

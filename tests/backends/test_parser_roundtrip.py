@@ -91,6 +91,12 @@ def compare(description, output, content, calls):
     streamed = one_character_at_a_time(parser, output)
     if streamed.to_dict() != message.to_dict():
         return f"FAIL streaming differs: {streamed.to_dict()} vs {message.to_dict()}"
+    # What the template writes needs no tolerance, and a strict parser reads it the same.
+    if message.warnings:
+        return f"FAIL a tolerance applied to what the template writes: {[w.to_dict() for w in message.warnings]}"
+    strict = Parser(description, TOOLS, strict=True).parse(output)
+    if strict.to_dict() != message.to_dict():
+        return f"FAIL a strict parse differs: {strict.to_dict()} vs {message.to_dict()}"
     return "ok"
 
 

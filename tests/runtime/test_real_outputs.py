@@ -33,6 +33,13 @@ _SEED_CALL = (
     "<seed:tool_call>\n<function=get_weather>\n<parameter=location>Paris</parameter>\n</function>\n</seed:tool_call>"
 )
 _PARIS = (("get_weather", {"location": "Paris"}),)
+_KIMI_CALL = (
+    '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"location": "Paris"}<|tool_call_end|>'
+)
+_KIMI_SECTION = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{}"
+    "<|tool_call_end|><|tool_calls_section_end|>"
+)
 
 ROWS = {
     # Inside a reasoning block that closes, markup is reasoning text: a call the model only mentions
@@ -125,6 +132,69 @@ ROWS = {
         calls=_PARIS,
         warnings=("marker_whitespace",),
         strict=('<|tools_prefix|>\n[{"get_weather": {"location": "Paris"}}]<|tools_suffix|>', (), ()),
+    ),
+    # A call without the section opener the template writes before it (the call's own opener stays).
+    "a call without its section opener (Kimi-K2)": Row(
+        "moonshotai-Kimi-K2",
+        _KIMI_CALL,
+        calls=_PARIS,
+        warnings=("missing_section_opener",),
+        strict=(_KIMI_CALL, (), ()),
+    ),
+    # Bare JSON calls in a markdown code fence.
+    "a bare JSON call in a code fence (Llama 3.1)": Row(
+        "meta-llama-Llama-3.1-8B-Instruct",
+        '```json\n{"name": "get_weather", "parameters": {"location": "Paris"}}\n```',
+        calls=_PARIS,
+        warnings=("code_fence",),
+        # strict: the fence is content, and the bare JSON call inside it is read as the template writes it
+        strict=("```json\n\n```", _PARIS, ()),
+    ),
+    # Python literals where the template writes JSON, and JSON where it writes Python.
+    "a call object in Python literal syntax (Qwen2.5)": Row(
+        "Qwen-Qwen2.5-7B-Instruct",
+        "<tool_call>\n{'name': 'get_weather', 'arguments': {'location': 'Paris', 'days': 2}}\n</tool_call>",
+        calls=(("get_weather", {"location": "Paris", "days": 2}),),
+        warnings=("literal_syntax",),
+        strict=("", (), ("malformed_call",)),
+    ),
+    "arguments in Python literal syntax (Kimi-K2)": Row(
+        "moonshotai-Kimi-K2",
+        _KIMI_SECTION.format("{'location': 'Paris'}"),
+        calls=_PARIS,
+        warnings=("literal_syntax",),
+        strict=("<|tool_calls_section_end|>", (), ("malformed_call",)),
+    ),
+    # Arguments as a JSON-encoded string where the template writes an object, and the reverse.
+    "arguments encoded as a JSON string (Qwen2.5)": Row(
+        "Qwen-Qwen2.5-7B-Instruct",
+        '<tool_call>\n{"name": "get_weather", "arguments": "{\\"location\\": \\"Paris\\"}"}\n</tool_call>',
+        calls=_PARIS,
+        warnings=("arguments_encoding",),
+        strict=("", (), ("malformed_call",)),
+    ),
+    "arguments encoded twice (Kimi-K2)": Row(
+        "moonshotai-Kimi-K2",
+        _KIMI_SECTION.format('"{\\"location\\": \\"Paris\\"}"'),
+        calls=_PARIS,
+        warnings=("arguments_encoding",),
+        strict=("<|tool_calls_section_end|>", (), ("malformed_call",)),
+    ),
+    # The common alternative keys of a JSON call object.
+    "parameters for arguments, function for name (Qwen2.5)": Row(
+        "Qwen-Qwen2.5-7B-Instruct",
+        '<tool_call>\n{"function": "get_weather", "parameters": {"location": "Paris"}}\n</tool_call>',
+        calls=_PARIS,
+        warnings=("key_spelling",),
+        strict=("", (), ("malformed_call",)),
+    ),
+    "arguments for parameters (Llama 3.2)": Row(
+        "meta-llama-Llama-3.2-3B-Instruct",
+        '{"name": "get_weather", "arguments": {"location": "Paris"}}',
+        calls=_PARIS,
+        warnings=("key_spelling",),
+        # strict: the call is read with the template's key, and the other reported
+        strict=(None, (("get_weather", {}),), ("unknown_call_field", "invalid_arguments")),
     ),
 }
 
