@@ -233,12 +233,13 @@ def inspect(
     with the render excerpt it rests on. ``tools`` are the caller's, measured instead of the analysis's
     sentinel tools; ``engine`` defaults to the one the analysis used."""
     # Imported here: analyze() needs none of them, and the evidence's classes take a while to build.
+    from analyzer.detect.context import PROBES as CONTEXT_PROBES
     from analyzer.detect.context import detect_context
     from analyzer.detect.engines import detect_engine_agreement
     from analyzer.detect.history import detect_history
     from analyzer.detect.sample import detect_sample
     from analyzer.detect.tools import detect_tool_definitions
-    from analyzer.evidence import Evidence
+    from analyzer.evidence import Evidence, Probe
 
     limits = (limits or RenderLimits()).started()
     renderer = Renderer.for_template(template, description, engine=engine, limits=limits)
@@ -249,4 +250,5 @@ def inspect(
         engines=detect_engine_agreement(template, description, limits),
         history=detect_history(renderer, description),
         sample=detect_sample(renderer, description),
+        probes=tuple(Probe(text, meaning) for text, meaning in (*v.PROBES, *CONTEXT_PROBES)),
     )
