@@ -231,7 +231,8 @@ def inspect(
 ) -> Evidence:
     """What a deployment of ``template`` should know beyond ``description`` (its analysis), each fact
     with the render excerpt it rests on. ``tools`` are the caller's, measured instead of the analysis's
-    sentinel tools; ``engine`` defaults to the one the analysis used."""
+    sentinel tools and offered in the sample conversation instead of its weather tool; ``engine``
+    defaults to the one the analysis used."""
     # Imported here: analyze() needs none of them, and the evidence's classes take a while to build.
     from analyzer.detect.context import PROBES as CONTEXT_PROBES
     from analyzer.detect.context import detect_context
@@ -249,6 +250,6 @@ def inspect(
         context=detect_context(renderer, template),
         engines=detect_engine_agreement(template, description, limits),
         history=detect_history(renderer, description),
-        sample=detect_sample(renderer, description),
+        sample=detect_sample(renderer, description, tools),
         probes=tuple(Probe(text, meaning) for text, meaning in (*v.PROBES, *CONTEXT_PROBES)),
     )

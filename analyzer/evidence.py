@@ -222,7 +222,10 @@ class Sample:
     """A sample conversation (a user asks, the assistant calls a tool, the result comes back) with the
     markers at the places the description puts them, and the model's output for a plain answer and
     for a call, with the spans where each differs from the other (compared marker by marker and word
-    by word). A conversation that does not render holds the reason instead, with no marks."""
+    by word). A conversation that does not render holds the reason instead, with no marks.
+    ``tools`` names the tools it offers (the caller's, or a sample weather tool), ``called`` the one
+    the call output calls; ``calls_tool`` says whether the conversation holds that call and its result
+    (a template that writes no calls gets a question and an answer)."""
 
     conversation: str
     marks: tuple[Mark, ...]
@@ -230,6 +233,9 @@ class Sample:
     call: str
     answer_changes: tuple[tuple[int, int], ...]
     call_changes: tuple[tuple[int, int], ...]
+    tools: tuple[str, ...]
+    called: str
+    calls_tool: bool
 
 
 @dataclass(frozen=True, slots=True)
