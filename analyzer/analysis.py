@@ -231,14 +231,16 @@ def inspect(
 ) -> Evidence:
     """What a deployment of ``template`` should know beyond ``description`` (its analysis), each fact
     with the render excerpt it rests on. ``tools`` are the caller's, measured instead of the analysis's
-    sentinel tools; ``engine`` defaults to the one the analysis used."""
+    sentinel tools and offered in the sample conversation instead of its weather tool; ``engine``
+    defaults to the one the analysis used."""
     # Imported here: analyze() needs none of them, and the evidence's classes take a while to build.
+    from analyzer.detect.context import PROBES as CONTEXT_PROBES
     from analyzer.detect.context import detect_context
     from analyzer.detect.engines import detect_engine_agreement
     from analyzer.detect.history import detect_history
     from analyzer.detect.sample import detect_sample
     from analyzer.detect.tools import detect_tool_definitions
-    from analyzer.evidence import Evidence
+    from analyzer.evidence import Evidence, Probe
 
     limits = (limits or RenderLimits()).started()
     renderer = Renderer.for_template(template, description, engine=engine, limits=limits)
@@ -248,5 +250,6 @@ def inspect(
         context=detect_context(renderer, template),
         engines=detect_engine_agreement(template, description, limits),
         history=detect_history(renderer, description),
-        sample=detect_sample(renderer, description),
+        sample=detect_sample(renderer, description, tools),
+        probes=tuple(Probe(text, meaning) for text, meaning in (*v.PROBES, *CONTEXT_PROBES)),
     )

@@ -467,7 +467,7 @@ def _plain(text: str, **_: object) -> str:
 
 
 _SEVERITY_COLOURS = {"info": "white", "warning": "yellow", "risk": "red"}
-_TOPICS = (
+TOPICS = (
     ("tools", "tool definitions"),
     ("requirements", "requirements and refusals"),
     ("nondeterminism", "nondeterminism"),
@@ -490,7 +490,7 @@ def render_text(report: AuditReport, style: Style = _plain) -> str:
     lines.append(
         f"  tool section cost  fixed {fixed}, per tool {per}; descriptions {s.descriptions}; tokens: {s.tokens}"
     )
-    for topic, title in _TOPICS:
+    for topic, title in TOPICS:
         items = report.by_topic(topic)
         if not items:
             continue

@@ -11,7 +11,7 @@ import datetime as _dt
 
 from analyzer.detect.variables import own_variables
 from analyzer.diff import common_prefix_len
-from analyzer.evidence import ContextUse, VariableUse, excerpt
+from analyzer.evidence import ContextUse, DateUse, VariableUse, excerpt
 from analyzer.render import variants as v
 from analyzer.render.conversation import Failed, Renderer
 from analyzer.template import Template
@@ -19,6 +19,12 @@ from analyzer.template import Template
 # A second clock for strftime_now, different from the engines' fixed one in every field.
 OTHER_NOW = _dt.datetime(2031, 11, 27, 21, 47, 53)
 VARIABLE_SENTINEL = "Zqz caller value"
+# What this stage plants besides the conversation's sentinels, for reports to explain.
+PROBES = (
+    (VARIABLE_SENTINEL, "a value the analysis gave a variable of the template's own"),
+    (str(OTHER_NOW.year), f"the year of a second clock the analysis set ({OTHER_NOW:%Y-%m-%d %H:%M:%S})"),
+)
+PROBE_TEXTS = (*v.PROBE_TEXTS, *(text for text, _ in PROBES))
 
 
 def detect_context(renderer: Renderer, template: Template) -> ContextUse:
@@ -30,16 +36,21 @@ def detect_context(renderer: Renderer, template: Template) -> ContextUse:
 
     base = prompt()
     if isinstance(base, Failed):
-        return ContextUse("unknown", base.message, ())
+        return ContextUse("unknown", base.message, (), VARIABLE_SENTINEL)
     other = prompt({"strftime_now": lambda fmt: OTHER_NOW.strftime(fmt)})
     if isinstance(other, str) and other != base:
-        date = ContextUse("uses the date", excerpt(other, common_prefix_len(base, other)), ())
+        date: DateUse = "uses the date"
+        date_evidence = excerpt(other, common_prefix_len(base, other), whole=PROBE_TEXTS)
     else:
-        date = ContextUse("deterministic", "", ())
+        date, date_evidence = "deterministic", ""
     variables = []
     for name in own_variables(template):
         changed = prompt({name: VARIABLE_SENTINEL})
         if isinstance(changed, str) and changed != base:
             at = changed.find(VARIABLE_SENTINEL)
-            variables.append(VariableUse(name, excerpt(changed, at if at >= 0 else common_prefix_len(base, changed))))
-    return ContextUse(date.date, date.date_evidence, tuple(variables))
+            variables.append(
+                VariableUse(
+                    name, excerpt(changed, at if at >= 0 else common_prefix_len(base, changed), whole=PROBE_TEXTS)
+                )
+            )
+    return ContextUse(date, date_evidence, tuple(variables), VARIABLE_SENTINEL)

@@ -57,7 +57,11 @@ def detect_engine_agreement(
             at = common_prefix_len(j, m)
             cases.append(
                 EngineCase(
-                    label, "differ", at, excerpt(j, at, width=ENGINE_CONTEXT), excerpt(m, at, width=ENGINE_CONTEXT)
+                    label,
+                    "differ",
+                    at,
+                    excerpt(j, at, width=ENGINE_CONTEXT, whole=v.PROBE_TEXTS),
+                    excerpt(m, at, width=ENGINE_CONTEXT, whole=v.PROBE_TEXTS),
                 )
             )
         elif isinstance(j, Failed) and isinstance(m, Failed):

@@ -27,7 +27,7 @@ def _reasoning(renderer: Renderer, description: FormatDescription) -> tuple[Reas
         return "unknown", failed.message
     shown = v.REASONING_TEXT if v.REASONING_TEXT in later else v.CONTENT_TEXT
     anchor = max(later.find(shown), 0)
-    evidence = excerpt(later, anchor, anchor + len(shown))
+    evidence = excerpt(later, anchor, anchor + len(shown), whole=v.PROBE_TEXTS)
     if v.REASONING_TEXT in later:
         return "kept", evidence
     return ("dropped on earlier turns" if v.REASONING_TEXT in last else "not written"), evidence
@@ -47,8 +47,8 @@ def _call_turn(renderer: Renderer) -> str:
     start = _after_user(render)
     spots = [(render.find(text, start), len(text)) for text in (v.CONTENT_TEXT, v.FN1) if text in render[start:]]
     if not spots:
-        return excerpt(render, start)
-    return excerpt(render, min(at for at, _ in spots), max(at + size for at, size in spots))
+        return excerpt(render, start, whole=v.PROBE_TEXTS)
+    return excerpt(render, min(at for at, _ in spots), max(at + size for at, size in spots), whole=v.PROBE_TEXTS)
 
 
 def _after_user(render: str) -> int:
@@ -63,5 +63,7 @@ def _consecutive_users(renderer: Renderer) -> tuple[ConsecutiveUsers, str]:
         return "raises", twice.message
     if v.USER_TEXT2 not in twice:
         at = twice.find(v.USER_TEXT)
-        return "second dropped", excerpt(twice, at, at + len(v.USER_TEXT)) if at >= 0 else twice[:120]
+        return "second dropped", excerpt(twice, at, at + len(v.USER_TEXT), whole=v.PROBE_TEXTS) if at >= 0 else excerpt(
+            twice, 0, width=120, whole=v.PROBE_TEXTS
+        )
     return "written", ""

@@ -58,7 +58,7 @@ def detect_tool_definitions(
             continue
         start, stop = _inserted_block(without, with_tools, declared[0].name)
         where = _placement(with_tools, start, stop, end_marker, system_header, user_header, bos)
-        placements.append(ToolPlacement(label, where, excerpt(with_tools, start, stop)))
+        placements.append(ToolPlacement(label, where, excerpt(with_tools, start, stop, whole=v.PROBE_TEXTS)))
         if descriptions == "unknown":
             descriptions = _descriptions([t.description for t in declared], with_tools)
 
@@ -80,7 +80,7 @@ def detect_tool_definitions(
     form_evidence = ""
     if written and isinstance(renders[1], str):
         form, at = _definition_form(first, renders[1])
-        form_evidence = excerpt(renders[1], at, at + 40) if at >= 0 else ""
+        form_evidence = excerpt(renders[1], at, at + 40, whole=v.PROBE_TEXTS) if at >= 0 else ""
     return ToolDefinitions(
         placements=tuple(placements),
         fixed_chars=fixed_chars,

@@ -54,14 +54,15 @@ def spelled_with_escaped_chars(pieces: tuple[str, ...]) -> str:
 
 TRICKY_NAME = spelled_with_escaped_chars(NAME_PIECES)
 TRICKY_KEY = spelled_with_escaped_chars(KEY_PIECES)
+OBJECT_KEY, ARRAY_ITEM = "Oqz", "Aqz"
 # Typed values for one argument: how each JSON type is written tells the argument encoding.
 TYPED_VALUES: dict[JsonType, Any] = {
     "integer": NUM1,
     "number": 2.5,
     "boolean": True,
     "null": None,
-    "object": {"Oqz": 1},
-    "array": [1, "Aqz"],
+    "object": {OBJECT_KEY: 1},
+    "array": [1, ARRAY_ITEM],
 }
 
 # Id forms a client's ids may take (the runtime's registry, where each form lists two examples for
@@ -142,6 +143,48 @@ def tool_result(call: Call, content: str, form: Spelling) -> dict[str, Any]:
 def opening(form: Spelling) -> list[dict[str, Any]]:
     """The messages every variant starts with."""
     return [system(), user()] if form.system_role else [user()]
+
+
+def _probe_values() -> tuple[tuple[str, str], ...]:
+    values = [
+        (SYSTEM_TEXT, "the system message"),
+        (USER_TEXT, "the user's message"),
+        (USER_TEXT2, "a second user message"),
+        (CONTENT_TEXT, "the assistant's answer"),
+        (CONTENT_TEXT2, "a second assistant answer"),
+        (REASONING_TEXT, "the assistant's reasoning"),
+        (RESULT_TEXT, "a tool result"),
+        (RESULT_TEXT2, "a second tool result"),
+        (FN1, "a tool's name"),
+        (FN2, "a second tool's name"),
+        (DESCRIPTION1, "a tool's description"),
+        (DESCRIPTION2, "a second tool's description"),
+        (ARG1, "an argument's name"),
+        (ARG2, "a second argument's name"),
+        (ARG_DESCRIPTION1, "an argument's description"),
+        (ARG_DESCRIPTION2, "a second argument's description"),
+        (STR1, "an argument's value"),
+        (STR2, "a second argument's value"),
+        (str(NUM1), "a number argument"),
+        (str(NUM2), "a second number argument"),
+        (TRICKY_STRING, "a string with characters that need escaping"),
+        (TRICKY_NAME, "a tool name with characters that need escaping"),
+        (TRICKY_KEY, "an argument name with characters that need escaping"),
+        *((piece, "a piece of a tool name with characters that need escaping") for piece in NAME_PIECES),
+        *((piece, "a piece of an argument name with characters that need escaping") for piece in KEY_PIECES),
+        *((key, "a key of a JSON tool result") for key in RESULT_JSON),
+        (OBJECT_KEY, "a key of an object argument"),
+        (ARRAY_ITEM, "an item of an array argument"),
+    ]
+    for form in RUNTIME_ID_FORMS.values():
+        values += [(example, f"a tool call id ({form.label})") for example in form.examples]
+    return tuple(values)
+
+
+# Every sentinel above that a render may show, with what it stands for in plain words: reports quote
+# real renders of these conversations and explain the sentinels they hold; excerpts never cut one.
+PROBES = _probe_values()
+PROBE_TEXTS = tuple(text for text, _ in PROBES)
 
 
 CALL1 = Call(FN1, {ARG1: STR1}, 0)

@@ -130,8 +130,65 @@ def test_report_serialises_and_renders(corpus_dir: Path) -> None:
 
 def test_excerpt_keeps_context_either_side() -> None:
     text = "a" * 100 + "X" + "b" * 100
-    assert excerpt(text, 100, 101) == "a" * 60 + "X" + "b" * 60
+    assert excerpt(text, 100, 101) == "a" * 60 + "X" + "b" * 60  # a run of letters this long is data: cut
     assert excerpt(text, 0) == "a" * 60
+
+
+def test_excerpt_cuts_between_markers_words_and_probe_values() -> None:
+    """The issue's own example (Qwen3's reasoning finding): 60 characters either side of the answer
+    fell inside <|im_start|> both times, and the excerpt read "m_start|>user ... <|im_st"."""
+    text = (
+        "<|im_start|>system\nSqz system says<|im_end|>\n<|im_start|>user\nUqz user asks<|im_end|>\n"
+        "<|im_start|>assistant\nKqz answer<|im_end|>\n<|im_start|>user\nUwj user again<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    at = text.index(v.CONTENT_TEXT)
+    end = at + len(v.CONTENT_TEXT)
+    assert text[at - 60 :].startswith("m_start|>user") and text[: end + 60].endswith("<|im_st")
+    # The header <|im_start|>user goes whole (with its word), so the excerpt opens at the line break.
+    assert excerpt(text, at, end, whole=v.PROBE_TEXTS) == (
+        "\nUqz user asks<|im_end|>\n<|im_start|>assistant\nKqz answer<|im_end|>\n<|im_start|>user\n"
+        "Uwj user again<|im_end|>\n"
+    )
+    assert excerpt("alpha beta gamma delta", 11, width=8) == " beta gamma "
+    assert excerpt("Vqz red and more", 9, width=6, whole=v.PROBE_TEXTS) == " and "
+    # A long middle keeps its two ends, each cut at a boundary too.
+    long = "<|a|>" + " ".join(["word"] * 40) + "<|b|>"
+    cut = excerpt(long, 0, len(long), width=12)
+    head, tail = cut.split(" ... ")
+    assert head == "<|a|>word " and tail == " word<|b|>"
+
+
+@pytest.mark.parametrize("name", ["Qwen-Qwen3-0.6B", "moonshotai-Kimi-K2", "meta-llama-Llama-3.1-8B-Instruct"])
+def test_excerpts_of_real_renders_split_no_marker(corpus_dir: Path, name: str) -> None:
+    """Every cut of an excerpt of a real render, at every seventh position: never inside a marker (as
+    markers.py defines one), a short word or a probe value; never longer than the width either side."""
+    from analyzer.markers import inside_marker_mask
+    from analyzer.render.conversation import Renderer
+
+    template = load_template(str(corpus_dir / f"{name}.jinja"))
+    description = analyze(template)
+    renderer = Renderer.for_template(template, description)
+    text = renderer.render(
+        [v.system(), v.user(), v.assistant(renderer.spelling, content=v.CONTENT_TEXT, calls=(v.CALL1,))],
+        tools=v.tools(renderer.spelling),
+    )
+    mask = inside_marker_mask(text)
+
+    def splits(at: int) -> bool:
+        word = 0 < at < len(text) and (text[at - 1] + text[at]).isalnum()
+        probe = any(0 <= (found := text.find(p, max(0, at - len(p) + 1))) < at < found + len(p) for p in v.PROBE_TEXTS)
+        return bool(mask[at]) or word or probe
+
+    checked = 0
+    for at in range(0, len(text), 7):
+        cut = excerpt(text, at, whole=v.PROBE_TEXTS)
+        left = text.find(cut, max(0, at - 60))
+        assert 0 <= left <= at <= left + len(cut) <= at + 60, (at, cut)
+        for edge in (left, left + len(cut)):
+            assert not splits(edge), (at, text[max(0, edge - 20) : edge], text[edge : edge + 20])
+        checked += 1
+    assert checked > 100
 
 
 def test_audit_runs_on_the_whole_corpus(corpus_dir: Path) -> None:

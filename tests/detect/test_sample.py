@@ -12,9 +12,10 @@ import pytest
 
 from analyzer.analysis import analyze, inspect
 from analyzer.backends.html_report import render_html
-from analyzer.detect.sample import TOOL_NAME, detect_sample, differences
+from analyzer.detect.sample import TOOL_NAME, detect_sample, differences, example_arguments
 from analyzer.render.conversation import Renderer
 from analyzer.sources import load_template
+from analyzer.tools import declared_tools
 
 # A call written <fn=NAME>ARGS</fn>: its ">" also closes every tag of the tool list and every header.
 # (a line break inside a tag is whitespace the template does not write: long lines are broken there)
@@ -114,3 +115,79 @@ def test_corpus_short_markers_are_labelled_once(corpus_dir: Path, name: str, sho
     page = render_html(description, evidence)
     runs = re.findall(r'data-label="([^"]*)" data-text="([^"]*)"', page)
     assert [label for label, text in runs if html.unescape(text) == short] == ["call marker"]
+
+
+CALLER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search_flights",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "origin": {"type": "string"},
+                    "passengers": {"type": ["null", "integer"]},
+                    "cabin": {"enum": ["economy", "business"]},
+                },
+                "required": ["origin", "passengers", "cabin", "not_a_property"],
+            },
+        },
+    },
+    {"type": "function", "function": {"name": "book_hotel", "parameters": {"type": "object", "properties": {}}}},
+]
+
+
+def test_the_sample_offers_the_callers_tools_and_calls_the_first(tmp_template) -> None:
+    """audit --tools: the conversation offers the caller's tools and calls the first, with example
+    arguments made from its schema; the call marker is placed after that tool's name."""
+    template = load_template(str(tmp_template(SHORT_MARKERS)))
+    description = analyze(template)
+    sample = detect_sample(Renderer.for_template(template, description), description, CALLER_TOOLS)
+    assert sample.tools == ("search_flights", "book_hotel") and sample.called == "search_flights"
+    assert sample.calls_tool
+    text = sample.conversation
+    assert "<tool><name>search_flights</name></tool><tool><name>book_hotel</name></tool>" in text
+    assert TOOL_NAME not in text + sample.call
+    assert sample.call.startswith(
+        '<fn=search_flights>{"origin": "example origin", "passengers": 1, "cabin": "economy"}'
+    )
+    assert _labelled(sample, ">") == [text.index("<fn=search_flights>") + len("<fn=search_flights")]
+    assert "(what search_flights returned)" in text and "(a request that needs search_flights)" in text
+
+
+@pytest.mark.parametrize(
+    "parameters, expected",
+    [
+        ({"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}}, {"q": "example q"}),
+        ({"properties": {"q": {"const": 3}}, "required": ["q"]}, {"q": 3}),
+        (
+            {"properties": {"flag": {"type": "boolean"}, "xs": {"type": "array"}}, "required": ["xs", "flag"]},
+            {"xs": [], "flag": True},
+        ),
+        ({"properties": {"odd": "not a schema"}, "required": "odd"}, {"odd": "example odd"}),
+        ({}, {}),
+    ],
+)
+def test_example_arguments_follow_the_schema(parameters, expected) -> None:
+    """Each required property (the first property when none is required), by enum, const or type;
+    a schema that is not one gives a placeholder, not an error (schemas are untrusted input)."""
+    tool = declared_tools([{"name": "t", "parameters": parameters}])[0]
+    assert example_arguments(tool) == expected
+
+
+NO_CALLS = """{%- for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>
+{% endfor -%}
+{%- if add_generation_prompt %}<|assistant|>{% endif %}"""
+
+
+def test_a_template_without_calls_gets_a_question_and_its_answer(tmp_template) -> None:
+    """No call turn to show: the sample is the question and the answer, with the answer's header and end."""
+    sample = _sample(load_template(str(tmp_template(NO_CALLS))))
+    assert not sample.calls_tool
+    assert (
+        sample.conversation
+        == "<|user|>What is the weather in Paris?<|end|>\n<|assistant|>It is sunny in Paris.<|end|>\n"
+    )
+    labels = [(sample.conversation[m.start : m.end], m.label) for m in sample.marks]
+    assert labels == [("<|assistant|>", "generation prompt"), ("<|end|>", "turn end")]
+    assert sample.marks[-1].start == sample.conversation.rindex("<|end|>")  # the answer's end, not the question's
