@@ -16,13 +16,13 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
 from .message import Delta, Message, ParseError, ParseWarning, apply
-from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape
-from .tolerance import CODE_FENCE, MARKER_WHITESPACE, MISSING_SECTION_OPENER, TOLERANCES
+from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
+from .tolerance import CODE_FENCE, MARKER_WHITESPACE, MISSING_CLOSER, MISSING_OPENER, TOLERANCES
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
@@ -67,6 +67,7 @@ class Stream:
         self._after_reasoning_read = False
         self._candidate_scan = 0  # reasoning: where the next possible call is looked for
         self._waiting_call = -1  # reasoning: where a call under way starts
+        self._waiting_word = ""  # and the word it starts with
         self._ender_scan = 0  # reasoning: where the text ending that call is looked for
         self._retry_length = 0  # reasoning: the buffer's length at which that call is matched again
         self._call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
@@ -82,7 +83,8 @@ class Stream:
         self._calls = shape.calls
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
         self._plan = plan = plan or _Plan(shape, self.tools, strict=strict)
-        self._matcher, self._alt_matcher = plan.matcher, plan.alt_matcher
+        self._matcher = plan.matcher
+        self._call_form = plan.whole  # how the call being read is written (its opener left out: headless)
         self._call_ender, self._call_completer, self._call_opener = (
             plan.call_ender,
             plan.call_completer,
@@ -391,15 +393,19 @@ class Stream:
         that has started may still complete; None when there is none. Each place the trigger word
         stands is looked at once, and a call under way is matched again only once the text that
         ends a call has arrived, so reasoning that keeps mentioning the word costs linear time."""
-        calls = self._calls
-        if calls is None or not calls.trigger.word or self._matcher is None:
+        calls, plan = self._calls, self._plan
+        if calls is None or plan.reasoning_calls is None or plan.whole is None:
             return None
-        word, ender = calls.trigger.word, self._call_ender
+        ender = self._call_ender
         while True:
-            at = self._waiting_call if self._waiting_call >= 0 else self._buf.find(word, self._candidate_scan)
-            if at == -1:
-                self._candidate_scan = max(self._candidate_scan, len(self._buf) - len(word) + 1, 0)
-                return None
+            if self._waiting_call >= 0:
+                at, word = self._waiting_call, self._waiting_word
+            else:
+                found = plan.reasoning_calls.search(self._buf, self._candidate_scan)
+                if found is None:
+                    self._candidate_scan = max(self._candidate_scan, len(self._buf) - plan.reasoning_longest + 1, 0)
+                    return None
+                at, word = found.start(), found.group()
             if close_at != -1 and at > close_at:
                 # Past the end of this reasoning: looked at again only if reasoning goes on there (a
                 # later block in the same text), so the search resumes at this word, not beyond it.
@@ -408,25 +414,26 @@ class Stream:
             if at == self._waiting_call and not final and len(self._buf) < self._retry_length:
                 # Matched again once the text that ends a call arrives, or the text has doubled (so a
                 # mention that is no call is let go soon, and a long call costs linear time).
-                found = self._buf.find(ender, self._ender_scan) if ender else -1
-                if found == -1:
+                ender_at = self._buf.find(ender, self._ender_scan) if ender else -1
+                if ender_at == -1:
                     self._ender_scan = max(self._ender_scan, len(self._buf) - len(ender) + 1)
                     return NEED
-            i = at
-            if calls.section_open:
+            i, form = at, plan.headless if word == plan.headless_word else plan.whole
+            if calls.section_open and word == calls.trigger.word:
                 step = match_literal(self._buf, i, calls.section_open, final)
                 if step is NEED:
-                    self._waiting_call = at
+                    self._waiting_call, self._waiting_word = at, word
                     return NEED
                 i = step if isinstance(step, int) else i
-            outcome = self._matcher.match(self._buf, i, final, self._memo)
+            assert form is not None
+            outcome = self._read_call(form, i, final)
             if outcome is NEED:
                 if self._waiting_call != at:
-                    self._waiting_call, self._ender_scan = at, at
+                    self._waiting_call, self._waiting_word, self._ender_scan = at, word, at
                 self._retry_length = 2 * len(self._buf) + 64
                 return NEED
             self._waiting_call = -1
-            if isinstance(outcome, CallMatch):
+            if isinstance(outcome, tuple):
                 return at
             self._candidate_scan = at + 1
 
@@ -575,7 +582,14 @@ class Stream:
             return
         if calls is not None and self._call_opener == word:
             if calls.section_open:
-                self._warn(deltas, MISSING_SECTION_OPENER, 0)
+                self._warn(deltas, MISSING_OPENER, 0)
+            self._call_start = 0
+            self._state = _CALL
+            return
+        if calls is not None and word and word == self._plan.headless_word:
+            # A call's later opening marker without the first (``<function=`` with no ``<tool_call>``).
+            self._warn(deltas, MISSING_OPENER, 0)
+            self._call_form = self._plan.headless
             self._call_start = 0
             self._state = _CALL
             return
@@ -778,21 +792,18 @@ class Stream:
         self._state = _CALL
 
     def _call(self, deltas: list[Delta], final: bool) -> None:
-        assert self._matcher is not None
+        form = self._call_form
+        assert form is not None
         if not final and not self._could_be_complete():
             return
-        memo = self._memo
-        outcome = self._matcher.match(self._buf, self._call_start, final, memo)
-        if (
-            final
-            and isinstance(outcome, Mismatch)
-            and self._matcher.match(self._buf, self._call_start, False, memo) is NEED
-        ):
-            outcome = NEED  # it is a call, cut off by the end of the output
-        if isinstance(outcome, Mismatch) and self._alt_matcher is not None:
-            alternative = self._alt_matcher.match(self._buf, self._call_start, final, memo)
-            if not isinstance(alternative, Mismatch):
-                outcome = alternative
+        outcome = self._read_call(form, self._call_start, final)
+        if isinstance(outcome, tuple):
+            match, end = outcome
+            self._emit_call(deltas, match)
+            self._consume(end)
+            self._call_form = self._plan.whole
+            self._state = _AFTER_CALL
+            return
         if outcome is NEED:
             if final:
                 self._error(
@@ -809,10 +820,52 @@ class Stream:
             kind = outcome.kind if self.shape.answer_key else "malformed_call"
             self._malformed(deltas, outcome.reason, final, kind)
             return
-        assert isinstance(outcome, CallMatch)
-        self._emit_call(deltas, outcome)
-        self._consume(outcome.end)
-        self._state = _AFTER_CALL
+
+    def _read_call(self, form: _CallForm, start: int, final: bool) -> tuple[CallMatch, int] | _Need | Mismatch:
+        """The call written in ``form`` at ``start``, and where it ends; NEED while the text cannot tell."""
+        buf, memo = self._buf, self._memo
+        outcome = form.matcher.match(buf, start, final, memo)
+        if final and isinstance(outcome, Mismatch) and form.matcher.match(buf, start, False, memo) is NEED:
+            outcome = NEED  # it is a call, cut off by the end of the output
+        if isinstance(outcome, Mismatch) and form.alt is not None:
+            alternative = form.alt.match(buf, start, final, memo)
+            if not isinstance(alternative, Mismatch):
+                outcome = alternative
+        if isinstance(outcome, CallMatch):
+            return outcome, outcome.end
+        if (isinstance(outcome, Mismatch) or final) and form.closerless is not None:
+            # The call's closing text left out where the output ends or the next call begins.
+            closed = self._closerless_call(form, start, final)
+            if closed is NEED:
+                return NEED
+            if isinstance(closed, tuple):
+                closed[0].tolerated.append((MISSING_CLOSER, closed[0].end))
+                return closed
+        return outcome
+
+    def _closerless_call(self, form: _CallForm, start: int, final: bool) -> tuple[CallMatch, int] | _Need | None:
+        """A call read without its closing text, and where it ends: where the output ends after it (or
+        after the start of that text), or where what may follow a call stands (the next call's opener,
+        a separator, the section's closer, a stop). NEED while the text cannot tell yet."""
+        buf, memo, followers = self._buf, self._memo, self._plan.followers
+        for matcher in (form.closerless, form.closerless_alt):
+            if matcher is None:
+                continue
+            got = matcher.match(buf, start, final, memo)
+            if got is NEED:
+                return NEED if not final else None
+            if not isinstance(got, CallMatch):
+                continue
+            j = skip_ws(buf, got.end)
+            rest = buf[j:]
+            if rest.startswith(followers):
+                return got, got.end
+            closing = _loose_literal(rest, self._plan.closing) if rest else NEED
+            if final and (closing is NEED or not rest):
+                return got, len(buf)  # the closing text cut short, or not written, where the output ends
+            if not final and (not rest or closing is NEED or any(f.startswith(rest) for f in followers)):
+                return NEED
+        return None
 
     def _could_be_complete(self) -> bool:
         """Cheap test before a full match: the text that ends a call has arrived."""
@@ -1033,24 +1086,32 @@ class _Plan:
         # Between two calls, and what a call opens with: where a raw value may end with its call.
         separator = calls.separator[0].text if calls and calls.separator else ""
         opens = (self.call_opener,) if self.call_opener else tuple(tools.names())
-        self.matcher = (
-            CallMatcher(
-                calls.call, tools.schemas, calls.followers, call_separator=separator, next_call=opens, strict=strict
+
+        def matcher_of(parts: tuple[Part, ...] | None) -> CallMatcher | None:
+            if calls is None or not parts:
+                return None
+            return CallMatcher(
+                parts, tools.schemas, calls.followers, call_separator=separator, next_call=opens, strict=strict
             )
-            if calls
-            else None
+
+        self.whole = _CallForm.of(calls.call, calls.no_arguments, 0, strict, matcher_of) if calls else None
+        self.matcher = self.whole.matcher if self.whole else None
+        self.alt_matcher = self.whole.alt if self.whole else None
+        # A call whose opener is several markers, the later one distinctive (``<tool_call>`` then
+        # ``<function=``): models sometimes leave the first out, and content watches the later one too.
+        skip = _headless_start(calls) if calls and not strict else 0
+        self.headless = (
+            _CallForm.of(calls.call, calls.no_arguments, skip, strict, matcher_of) if calls and skip else None
         )
-        self.alt_matcher = (
-            CallMatcher(
-                calls.no_arguments,
-                tools.schemas,
-                calls.followers,
-                call_separator=separator,
-                next_call=opens,
-                strict=strict,
-            )
-            if calls and calls.no_arguments
-            else None
+        first = calls.call[skip] if calls and skip else None
+        self.headless_word = first.text if isinstance(first, Marker) else ""
+        # A call's closing text, which may be cut short or left out where the output ends, and what
+        # may follow a call (where a call without that text ends).
+        self.closing = _closing_markers(calls.call) if calls else ()
+        self.followers = (
+            tuple(text for text in dict.fromkeys((*calls.followers, self.call_opener, self.headless_word)) if text)
+            if calls
+            else ()
         )
         # Calls that open with a tool's name at the start of the output come behind the separator's
         # first marker after content (functionary: ``all\nsome text>>>get_weather\n{...}``).
@@ -1068,10 +1129,16 @@ class _Plan:
         self.longest = max((len(word) for word in self.watch), default=1)
         self._watched = words_search(self.watch)
         self.reasoning_watch: list[str] = []
+        # Where a call may start in reasoning: the trigger word, and (not strict) a call's own opener
+        # without the section's, and its later opener without its first.
+        call_words = [calls.trigger.word] if calls is not None and calls.trigger.word else []
+        if calls is not None and call_words and not strict:
+            call_words += [self.call_opener] if calls.section_open else []
+            call_words += [self.headless_word]
+        call_words = [word for word in dict.fromkeys(call_words) if word]
+        self.reasoning_calls = words_search(call_words)
         if shape.reasoning:
-            self.reasoning_watch = [shape.reasoning.close[0].text]
-            if calls is not None and calls.trigger.word:
-                self.reasoning_watch.append(calls.trigger.word)
+            self.reasoning_watch = [shape.reasoning.close[0].text, *call_words]
         self.reasoning_longest = max((len(word) for word in self.reasoning_watch), default=1)
         self.after_reasoning_words = self._after_reasoning_words(shape)
         # The words a call opens with, which an output cut short may end inside.
@@ -1132,6 +1199,8 @@ class _Plan:
                 watch.append(self.named_after)
             if self.section_wake:
                 watch.append(self.section_wake)
+            if self.headless_word:
+                watch.append(self.headless_word)
         for literal in (shape.content_open, shape.content_close):
             if literal:
                 watch.append(literal[0].text)
@@ -1143,6 +1212,60 @@ class _Plan:
         if self.fences:
             watch.append(_FENCE)
         return [word for word in dict.fromkeys(watch) if word]
+
+
+class _CallForm(NamedTuple):
+    """The matchers of one way a call is written: whole (and its form without arguments), and without
+    its closing markers, for a call whose closing text the model left out."""
+
+    matcher: CallMatcher
+    alt: CallMatcher | None
+    closerless: CallMatcher | None
+    closerless_alt: CallMatcher | None
+
+    @staticmethod
+    def of(
+        call: tuple[Part, ...],
+        no_arguments: tuple[Part, ...] | None,
+        skip: int,
+        strict: bool,
+        matcher_of: Callable[[tuple[Part, ...] | None], CallMatcher | None],
+    ) -> _CallForm:
+        """The form of ``call`` (and ``no_arguments``) from part ``skip`` on."""
+        parts, alt = call[skip:], no_arguments[skip:] if no_arguments and skip < len(no_arguments) else None
+        whole = matcher_of(parts)
+        assert whole is not None
+        closing, alt_closing = len(_closing_markers(parts)), len(_closing_markers(alt)) if alt else 0
+        return _CallForm(
+            whole,
+            matcher_of(alt),
+            matcher_of(parts[:-closing]) if closing and not strict and closing < len(parts) else None,
+            matcher_of(alt[:-alt_closing]) if alt and alt_closing and not strict and alt_closing < len(alt) else None,
+        )
+
+
+def _closing_markers(parts: tuple[Part, ...] | None) -> Markers:
+    """The markers a call's parts end with, after its last field (its closing text)."""
+    found: list[Marker] = []
+    for part in reversed(parts or ()):
+        if not isinstance(part, Marker):
+            break
+        if part.text:
+            found.append(part)
+    return tuple(reversed(found)) if len(found) < len(parts or ()) else ()
+
+
+def _headless_start(calls: CallsShape) -> int:
+    """Where a call's parts go on after its first marker, when the call opens with several markers and
+    the next one is distinctive by itself (a tag: ``<function=``), so a call written without the first
+    is still known; else 0."""
+    if len(calls.opener) < 2 or calls.section_open or not calls.call or not isinstance(calls.call[0], Marker):
+        return 0
+    second = calls.call[1]
+    if not isinstance(second, Marker):
+        return 0
+    text = second.text
+    return 1 if len(text) >= 3 and text[0] in "<[" and any(ch.isalpha() for ch in text) else 0
 
 
 def _last_characters(calls: CallsShape) -> str:

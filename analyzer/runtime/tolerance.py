@@ -15,9 +15,9 @@ from __future__ import annotations
 
 # Whitespace between the parts of a marker the template writes joined ("[TOOL_CALLS] [").
 MARKER_WHITESPACE = "marker_whitespace"
-# A call written without the section opener the template writes before it ("<function=run>" with no
-# "<tool_call>"), where the call's own opener is distinctive.
-MISSING_SECTION_OPENER = "missing_section_opener"
+# A call written without an opening marker the template writes before a distinctive one: the section
+# opener before the call's own, or a call's first marker ("<function=run>" with no "<tool_call>").
+MISSING_OPENER = "missing_opener"
 # A call's or a section's closing text missing where the output ends (the model stopped at its end
 # token): what was written is read as the whole call.
 MISSING_CLOSER = "missing_closer"
@@ -42,7 +42,7 @@ UNOPENED_REASONING = "unopened_reasoning"
 
 TOLERANCES = {
     MARKER_WHITESPACE: "whitespace between the parts of a marker the template writes joined",
-    MISSING_SECTION_OPENER: "a call without the section opener the template writes before it",
+    MISSING_OPENER: "a call without an opening marker the template writes before a distinctive one",
     MISSING_CLOSER: "a call's or section's closing text missing where the output ends",
     CODE_FENCE: "JSON inside a markdown code fence",
     LITERAL_SYNTAX: "a value in the other literal syntax than the template's (Python for JSON, or JSON for Python)",

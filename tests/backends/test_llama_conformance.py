@@ -52,12 +52,10 @@ INLINE = (
 )
 PARTIAL = "output cut inside a call: llama.cpp shows the call while its arguments arrive; we show it once complete"
 STRAY_MARKER = "a repeated reasoning opener, or a stray closer after the answer, is kept as content"
-NO_CALL_OPENER = "a call missing its first marker (<function= without <tool_call>) is not read"
 PYTHON_ESCAPES = (
     "the template writes string values raw (string escaping: none): we keep backslash escapes as written; "
     "llama.cpp decodes them as Python escapes"
 )
-NO_FRAMING = "calls written without section markers or call closers (the output ends) are not read"
 PROMPT_WORDS = (
     "llama.cpp counts the words the prompt writes inside the block it opens ('Here are my reasoning steps:') "
     "as reasoning; our parser reads the model's output only"
@@ -115,9 +113,6 @@ KNOWN = {
     "ibm-granite-granite-4.0:3420": CONTINUATION,
     "ByteDance-Seed-OSS:3529": CONTINUATION,
     "ByteDance-Seed-OSS:3539": CONTINUATION,
-    "Qwen3-Coder:3570": NO_CALL_OPENER,
-    "Qwen3-Coder:3581": NO_CALL_OPENER,
-    "Qwen3-Coder:3597": NO_CALL_OPENER,
     "Qwen3-Coder:3911": CONTINUATION,
     "deepseek-ai-DeepSeek-V3.1:3930": CONTINUATION,
     "deepseek-ai-DeepSeek-V3.1:3940": CONTINUATION,
@@ -140,8 +135,8 @@ KNOWN = {
     "Kimi-K2-Thinking:5055": PARTIAL,
     "Kimi-K2-Thinking:5065": INDEX_ID,
     "Kimi-K2-Thinking:5084": INDEX_ID,
-    "Kimi-K2-Thinking:5103": NO_FRAMING,
-    "Kimi-K2-Thinking:5120": NO_FRAMING,
+    "Kimi-K2-Thinking:5103": INDEX_ID,
+    "Kimi-K2-Thinking:5120": INDEX_ID,
     "Kimi-K2-Thinking:5158": CONTINUATION,
     "Kimi-K2-Thinking:5168": CONTINUATION,
     "moonshotai-Kimi-K2:5186": INDEX_ID,

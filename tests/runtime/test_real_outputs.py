@@ -138,7 +138,7 @@ ROWS = {
         "moonshotai-Kimi-K2",
         _KIMI_CALL,
         calls=_PARIS,
-        warnings=("missing_section_opener",),
+        warnings=("missing_opener",),
         strict=(_KIMI_CALL, (), ()),
     ),
     # Bare JSON calls in a markdown code fence.
@@ -195,6 +195,45 @@ ROWS = {
         warnings=("key_spelling",),
         # strict: the call is read with the template's key, and the other reported
         strict=(None, (("get_weather", {}),), ("unknown_call_field", "invalid_arguments")),
+    ),
+    # A call's first marker left out before a distinctive one (Qwen3-Coder's <function= without <tool_call>).
+    "a call without its first marker (Qwen3-Coder)": Row(
+        "Qwen3-Coder",
+        "Let me look.\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool_call>",
+        content="Let me look.",
+        calls=_PARIS,
+        warnings=("missing_opener",),
+        strict=(
+            "Let me look.\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool_call>",
+            (),
+            (),
+        ),
+    ),
+    # A call's closing text cut short or left out where the output ends (the model stopped at its end
+    # token), and left out before the next call.
+    "a call's closer left out at the end (Qwen2.5)": Row(
+        "Qwen-Qwen2.5-7B-Instruct",
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}}',
+        calls=_PARIS,
+        warnings=("missing_closer",),
+        strict=("", (), ("unterminated_call",)),
+    ),
+    "a call's closer cut short at the end (Qwen3-Coder)": Row(
+        "Qwen3-Coder",
+        "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool",
+        calls=_PARIS,
+        warnings=("missing_closer",),
+        strict=("", (), ("unterminated_call",)),
+    ),
+    "no section markers and no closers (Kimi-K2-Thinking)": Row(
+        "Kimi-K2-Thinking",
+        "<think>I will look<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+        '{"location": "Paris"}<|tool_call_begin|>functions.search:1<|tool_call_argument_begin|>{"query": "rain"}',
+        reasoning="I will look",
+        calls=(*_PARIS, ("search", {"query": "rain"})),
+        thinking=True,
+        warnings=("missing_opener", "missing_closer", "missing_closer"),
+        strict=("", (), ()),  # strict: all of it is reasoning
     ),
 }
 
