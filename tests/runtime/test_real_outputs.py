@@ -36,6 +36,7 @@ _PARIS = (("get_weather", {"location": "Paris"}),)
 _KIMI_CALL = (
     '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"location": "Paris"}<|tool_call_end|>'
 )
+_HEADLESS = "Let me look.\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool_call>"
 _KIMI_SECTION = (
     "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{}"
     "<|tool_call_end|><|tool_calls_section_end|>"
@@ -199,15 +200,11 @@ ROWS = {
     # A call's first marker left out before a distinctive one (Qwen3-Coder's <function= without <tool_call>).
     "a call without its first marker (Qwen3-Coder)": Row(
         "Qwen3-Coder",
-        "Let me look.\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool_call>",
+        _HEADLESS,
         content="Let me look.",
         calls=_PARIS,
         warnings=("missing_opener",),
-        strict=(
-            "Let me look.\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool_call>",
-            (),
-            (),
-        ),
+        strict=(_HEADLESS, (), ()),
     ),
     # A call's closing text cut short or left out where the output ends (the model stopped at its end
     # token), and left out before the next call.
