@@ -109,12 +109,14 @@ whitespace_option = click.option(
 )
 
 
+# A required option is given no default at all: since click 8.3 an explicit ``default=None`` counts as
+# a value, so click would no longer report the option missing and the command would run on None.
 def tools_option(help: str, *, required: bool = False) -> Decorator:
-    return click.option("--tools", type=TOOLS, default=None, required=required, help=help)
+    return click.option("--tools", type=TOOLS, required=required, help=help)
 
 
 def messages_option(help: str, *, required: bool = True) -> Decorator:
-    return click.option("--messages", type=MESSAGES, default=None, required=required, help=help)
+    return click.option("--messages", type=MESSAGES, required=required, help=help)
 
 
 def tool_choice_option(help: str) -> Decorator:
