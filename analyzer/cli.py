@@ -671,14 +671,26 @@ def corpus() -> None:
     default=None,
     help="Cache folder (default: ~/.cache/template-analyzer or $TEMPLATE_ANALYZER_CACHE).",
 )
-def corpus_fetch(dest: str | None) -> None:
-    """Download (once), verify and extract the corpus; print the folder holding the templates."""
+@click.option(
+    "--sdist",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Extract from this llama_cpp_python-0.3.36.tar.gz (downloaded elsewhere; the pinned sha256 is checked) "
+    "instead of downloading it.",
+)
+def corpus_fetch(dest: str | None, sdist: str | None) -> None:
+    """Download (once), verify and extract the corpus; print the folder holding the templates.
+
+    The download uses this Python's pip; without one, the index pip is configured with (PIP_INDEX_URL or
+    pip.conf), else a pip on PATH."""
     from pathlib import Path
 
     from analyzer import corpus as corpus_lib
 
     folder = corpus_lib.fetch(
-        Path(dest) if dest is not None else None, progress=lambda line: click.echo(line, err=True)
+        Path(dest) if dest is not None else None,
+        progress=lambda line: click.echo(line, err=True),
+        sdist=Path(sdist) if sdist is not None else None,
     )
     click.echo(str(folder))
 
