@@ -199,7 +199,7 @@ def test_into_keeps_every_other_key_and_transformers_reads_it(model_dir):
     config = model_dir / "tokenizer_config.json"
     before = json.loads(config.read_text(encoding="utf-8"))
     code, out, err = run(["response-template", str(model_dir), "--into", str(model_dir)])
-    assert (code, out, err) == (0, "", "")
+    assert (code, out, err) == (0, "", f"wrote the response_template under response_template in {config}\n")
     after = json.loads(config.read_text(encoding="utf-8"))
     written = after.pop("response_template")
     assert after == before and written == _generated("Qwen3-Coder")
