@@ -1,5 +1,6 @@
-"""What a new user meets in the first hour (issue 28): diff's exit code, commands that say what they
-wrote, capability notes worded as what the template does, and shell completion that works."""
+"""What a new user meets in the first hour (issue 28): diff's exit code, capability notes worded as what
+the template does, and shell completion that works (response-template saying where it wrote is tested in
+test_response_check.py)."""
 
 from __future__ import annotations
 
@@ -53,16 +54,6 @@ def test_diff_help_says_which_exit_code() -> None:
     assert result.exit_code == 0
     text = " ".join(result.output.split())
     assert "Exits 0 whether or not anything changed, as git diff does; --exit-code makes a change exit 1." in text
-
-
-# --------------------------------------------------------------------------- saying what was written
-
-
-def test_response_template_to_a_file_says_where_on_stderr(corpus_dir: Path, tmp_path: Path) -> None:
-    target = tmp_path / "rt.json"
-    code, out, err = run(["response-template", str(corpus_dir / "Qwen3-Coder.jinja"), "-o", str(target)])
-    assert (code, out, err) == (0, "", f"wrote the response_template to {target}\n")
-    assert json.loads(target.read_text(encoding="utf-8"))["version"] == 1
 
 
 # --------------------------------------------------------------------------- capability notes
