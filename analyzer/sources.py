@@ -52,7 +52,8 @@ def load_template(
 
     ``spec`` is a template file, a ``.json`` tokenizer config, a Hugging Face model folder, a GGUF file or
     ``-`` for ``stdin``. A source holding several named templates yields the one named ``variant``; without
-    it, ``tool_use`` when ``for_tools`` (tool calling is what we analyse), else ``default``, else the first.
+    it, ``tool_use`` when ``for_tools`` (tool calling is what we analyse), else ``default``, else the only
+    one; several with neither are refused with their names, as transformers refuses them.
     """
     spec = os.fspath(spec)  # a Path works too
     if spec == "-":
@@ -394,6 +395,13 @@ def _pick(templates: dict[str, str], *, variant: str | None, for_tools: bool, la
         return "tool_use"
     if "default" in templates:
         return "default"
+    if len(templates) > 1:
+        # transformers refuses to guess here too ("multiple chat templates with no default specified"):
+        # the first is no more the model's template than any other.
+        raise SourceError(
+            f"{label}: holds {len(templates)} named templates and none is default"
+            f"{' or tool_use' if for_tools else ''}: choose one with --variant ({', '.join(templates)})"
+        )
     return next(iter(templates))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 from analyzer.description import (
@@ -10,6 +11,7 @@ from analyzer.description import (
     CallIds,
     Calls,
     Capabilities,
+    Capability,
     Escaping,
     Field,
     FormatDescription,
@@ -152,13 +154,44 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
     else:
         lines.append(f"  tool result        {show(res)}")
 
-    lines.append("  capabilities       " + _capabilities(d.capabilities, style))
+    lines.append("  capabilities       " + _capabilities(d.capabilities, style, d.template.name))
     for warning in d.warnings:
         lines.append(style(f"  warning: {warning}", fg="yellow"))
     return "\n".join(lines)
 
 
-def _capabilities(caps: Capabilities, style: Style) -> str:
+# What each capability probes, for the note under a capability the template refuses or fails on.
+_CAPABILITY_INPUT = {
+    "parallel_calls": "parallel tool calls (two calls in one assistant turn)",
+    "system_role": "a system message",
+    "object_arguments": "call arguments given as a JSON object",
+    "string_arguments": "call arguments given as a JSON string",
+    "content_none": "content None on an assistant message with tool calls",
+}
+
+# The status "error" is the template's own render error on that input; shown as a word that says so,
+# so that it does not read as a failure of the analysis. The JSON keeps the status as it is.
+_SHOWN_STATUS = {"error": "fails"}
+
+# minijinja's place in a render error: the template is compiled under the name "chat" (render/engines.py).
+_MINIJINJA_PLACE = re.compile(r"\s*\(in chat:(\d+)\)$")
+
+
+def _capability_note(template_name: str, key: str, cap: Capability) -> str:
+    """One line saying what the template does with the input: refuses it with its own message, or
+    stops rendering on it with the engine's error (and the template's line when the engine gives it)."""
+    message = cap.message.removeprefix(f"{template_name}: ")
+    what = _CAPABILITY_INPUT[key]
+    if cap.status == "refused":
+        return f'{key}: the template refuses {what}, raising "{message.removeprefix("template raised: ")}"'
+    place = _MINIJINJA_PLACE.search(message)
+    where = f"its line {place.group(1)}" if place else "it"
+    if place:
+        message = message[: place.start()]
+    return f"{key}: the template cannot render {what} ({where} fails: {message})"
+
+
+def _capabilities(caps: Capabilities, style: Style, template_name: str) -> str:
     colours = {
         "yes": "green",
         "no": "red",
@@ -180,15 +213,16 @@ def _capabilities(caps: Capabilities, style: Style) -> str:
         "thinking_toggle",
     ):
         cap = getattr(caps, name)
-        items.append(f"{name}={style(cap.status, fg=colours.get(cap.status, 'white'))}")
-    refusals = [
-        f"{name}: {getattr(caps, name).message}"
-        for name in ("parallel_calls", "system_role", "object_arguments", "string_arguments", "content_none")
+        shown = _SHOWN_STATUS.get(cap.status, cap.status)
+        items.append(f"{name}={style(shown, fg=colours.get(cap.status, 'white'))}")
+    notes = [
+        _capability_note(template_name, name, getattr(caps, name))
+        for name in _CAPABILITY_INPUT
         if getattr(caps, name).status in ("refused", "error")
     ]
     text = " ".join(items)
-    if refusals:
-        text += "\n" + "\n".join(style(f"    {r}", fg="red") for r in refusals)
+    if notes:
+        text += "\n" + "\n".join(style(f"    {note}", fg="red") for note in notes)
     return text
 
 

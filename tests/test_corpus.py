@@ -6,17 +6,22 @@ downloading replaces pip, and fails loudly if pip is run when it should not be.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import importlib.util
 import io
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.cli import run
+from helpers.index_server import index_server
 
 from analyzer import corpus
 from analyzer.errors import CorpusError
@@ -205,6 +210,124 @@ def test_pip_missing_file_is_reported(tmp_path: Path, monkeypatch: pytest.Monkey
     fake_pip(monkeypatch)
     with pytest.raises(CorpusError, match=r"did not produce llama_cpp_python-0\.3\.36\.tar\.gz"):
         corpus.fetch(tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Downloading without pip in this Python (a venv made --without-pip, or by uv)
+
+
+@pytest.fixture
+def pipless(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """This Python has no pip, no index is configured and no pip is on PATH, until a test sets one."""
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pip" else real_find_spec(name, *a)
+    )
+    for variable in ("PIP_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "PIP_CERT"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+
+
+def test_without_pip_the_configured_index_is_read_through_its_json_api(
+    corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipless: None, no_pip: None
+) -> None:
+    with index_server("llama-cpp-python", {corpus.SDIST_NAME: cached_sdist(corpus_dir)}) as served:
+        monkeypatch.setenv("PIP_INDEX_URL", served.url)
+        lines: list[str] = []
+        templates = corpus.fetch(tmp_path / "cache", progress=lines.append)
+    assert corpus.read_manifest(templates) == corpus.read_manifest(corpus_dir)
+    assert [path for path, _ in served.requests] == ["/simple/llama-cpp-python/", f"/files/{corpus.SDIST_NAME}"]
+    assert "application/vnd.pypi.simple.v1+json" in served.requests[0][1]["Accept"]
+    assert lines[0] == (
+        f"downloading {corpus.SDIST_NAME} (about 77 MB) from {served.url} (PIP_INDEX_URL; this Python has no pip)"
+    )
+
+
+def test_without_pip_an_html_index_from_pip_conf_with_credentials(
+    corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipless: None, no_pip: None
+) -> None:
+    """pip.conf's [download] index-url wins over [global]; credentials go to the index's host as basic
+    auth and never into a message; relative links on an HTML page are read against the page."""
+    with index_server("llama-cpp-python", {corpus.SDIST_NAME: cached_sdist(corpus_dir)}, html=True) as served:
+        with_credentials = served.url.replace("http://", "http://reader:s%40cret@")
+        config = tmp_path / "pip.conf"
+        config.write_text(
+            f"[global]\nindex-url = http://127.0.0.1:9/nowhere\n[download]\nindex-url = {with_credentials}\n"
+        )
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+        lines: list[str] = []
+        templates = corpus.fetch(tmp_path / "cache", progress=lines.append)
+    assert corpus.read_manifest(templates) == corpus.read_manifest(corpus_dir)
+    expected = "Basic " + base64.b64encode(b"reader:s@cret").decode()
+    assert [headers.get("Authorization") for _, headers in served.requests] == [expected, expected]
+    assert not any("cret" in line for line in lines) and f"({config}; " in lines[0]
+
+
+def test_without_pip_an_index_without_the_file_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipless: None, no_pip: None
+) -> None:
+    other = tmp_path / "other.tar.gz"
+    other.write_bytes(b"x")
+    with index_server("llama-cpp-python", {"llama_cpp_python-0.3.35.tar.gz": other}) as served:
+        monkeypatch.setenv("PIP_INDEX_URL", served.url)
+        with pytest.raises(CorpusError) as info:
+            corpus.fetch(tmp_path / "cache")
+    assert str(info.value) == (
+        f"downloading {corpus.SDIST_NAME} without pip failed: "
+        f"{served.url}llama-cpp-python/ lists no {corpus.SDIST_NAME}"
+    )
+
+
+def test_without_pip_a_file_the_index_changed_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipless: None, no_pip: None
+) -> None:
+    forged = tmp_path / "forged.tar.gz"
+    forged.write_bytes(b"not the pinned sdist")
+    with index_server("llama-cpp-python", {corpus.SDIST_NAME: forged}) as served:
+        monkeypatch.setenv("PIP_INDEX_URL", served.url)
+        with pytest.raises(
+            CorpusError, match=r"^downloaded llama_cpp_python-0\.3\.36\.tar\.gz has sha256 [0-9a-f]{64}, "
+        ):
+            corpus.fetch(tmp_path / "cache")
+    root = tmp_path / "cache" / "corpus" / "llama-cpp-python-0.3.36"
+    assert list(root.iterdir()) == []
+
+
+def test_without_pip_or_an_index_a_pip_on_path_downloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipless: None
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pip3").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "pip3").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    calls = fake_pip(monkeypatch, payload=b"x")
+    with pytest.raises(CorpusError, match="sha256"):
+        corpus.fetch(tmp_path / "cache")
+    (command,) = calls
+    assert command[:2] == [str(bin_dir / "pip3"), "download"] and "llama-cpp-python==0.3.36" in command
+
+
+def test_with_nothing_to_download_with_the_one_line_says_what_to_run(
+    tmp_path: Path, pipless: None, no_pip: None
+) -> None:
+    with pytest.raises(CorpusError) as info:
+        corpus.fetch(tmp_path / "cache")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("cannot download llama-cpp-python==0.3.36: this Python (")
+    assert f"`{sys.executable} -m ensurepip`" in message
+    assert "`pip download --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d DIR`" in message
+    assert message.endswith("`template-analyzer corpus fetch --sdist DIR/llama_cpp_python-0.3.36.tar.gz`")
+
+
+def test_fetch_sdist_option_extracts_a_file_downloaded_elsewhere(
+    corpus_dir: Path, tmp_path: Path, no_pip: None
+) -> None:
+    code, out, err = run(["corpus", "fetch", "--dest", str(tmp_path), "--sdist", str(cached_sdist(corpus_dir))])
+    assert code == 0, err
+    assert corpus.read_manifest(Path(out.strip())) == corpus.read_manifest(corpus_dir)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 
 import gguf
 import pytest
+from helpers.cli import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -196,13 +197,35 @@ def test_named_templates_unknown_variant(named_config: Path) -> None:
     assert "default, tool_use, rag" in message
 
 
-def test_named_templates_fall_back_to_first(tmp_path: Path) -> None:
+def test_several_named_templates_without_default_or_tool_use_are_refused_with_their_names(tmp_path: Path) -> None:
+    """The first of them was taken silently; transformers refuses such a config without a name too."""
     path = write_json(
         tmp_path / "tokenizer_config.json",
         {"chat_template": [{"name": "chatml", "template": SIMPLE}, {"name": "rag", "template": RAG}]},
     )
-    template = load_template(str(path))
-    assert (template.source, template.variant, template.variants) == (SIMPLE, "chatml", ("chatml", "rag"))
+    assert load_error(SourceError, path).endswith(
+        ": holds 2 named templates and none is default or tool_use: choose one with --variant (chatml, rag)"
+    )
+    assert load_error(SourceError, path, for_tools=False).endswith(
+        ": holds 2 named templates and none is default: choose one with --variant (chatml, rag)"
+    )
+    template = load_template(str(path), variant="rag")
+    assert (template.source, template.variant, template.variants) == (RAG, "rag", ("chatml", "rag"))
+
+
+def test_several_named_templates_are_refused_through_the_command_line(tmp_path: Path) -> None:
+    path = write_json(
+        tmp_path / "tokenizer_config.json",
+        {"chat_template": [{"name": "chatml", "template": SIMPLE}, {"name": "rag", "template": RAG}]},
+    )
+    code, out, err = run(["analyze", str(path)])
+    assert (code, out) == (2, "")
+    assert err == (
+        f"Error: {path}: holds 2 named templates and none is default or tool_use: "
+        "choose one with --variant (chatml, rag)\n"
+    )
+    code, _, err = run(["render", str(path), "--variant", "chatml", "--messages", "-"], input="[]")
+    assert code == 0, err
 
 
 def test_named_templates_without_default_pick_tool_use(tmp_path: Path) -> None:
