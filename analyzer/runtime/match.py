@@ -37,7 +37,7 @@ from .shape import (
     id_pattern,
     unescape_name,
 )
-from .tolerance import ARGUMENTS_ENCODING, KEY_SPELLING, LITERAL_SYNTAX
+from .tolerance import ARGUMENTS_ENCODING, CALL_LIST, KEY_SPELLING, LITERAL_SYNTAX
 from .values import (
     INCOMPLETE,
     INVALID,
@@ -124,6 +124,7 @@ class CallMatch:
     arguments_text: str = ""  # the arguments as the model wrote them, when already a JSON object
     unread: list[tuple[str, str]] = field(default_factory=list)  # (field, its JSON text): members no layout path reads
     tolerated: list[tuple[str, int]] = field(default_factory=list)  # (tolerance kind, where in the text)
+    more: list[CallMatch] = field(default_factory=list)  # the other calls of one JSON list of calls
 
 
 class CallMatcher:
@@ -320,9 +321,22 @@ class CallMatcher:
                 return Mismatch(f"the call is not valid JSON: {exc}")
             if other_syntax:
                 result.tolerated.append((LITERAL_SYNTAX, i))
+        if isinstance(call, list) and call and not self.strict:
+            # One JSON list of calls where the template writes one object per call.
+            result.tolerated.append((CALL_LIST, i))
+            result.more = [CallMatch(end) for _ in call[1:]]
+            for item, read in zip(call, [result, *result.more], strict=True):
+                problem = self._call_object(item, part.layout, read, i)
+                if problem is not None:
+                    return problem
+            return end
+        problem = self._call_object(call, part.layout, result, i)
+        return end if problem is None else problem
+
+    def _call_object(self, call: Any, layout: JsonCall, result: CallMatch, i: int) -> Mismatch | None:
+        """Read one decoded call object into ``result``; the Mismatch when it is none."""
         if not isinstance(call, dict):
             return Mismatch("the call is not a JSON object")
-        layout = part.layout
         if layout.name_is_key:
             if len(call) != 1:
                 return Mismatch("expected one key, the function name")
@@ -365,7 +379,7 @@ class CallMatcher:
             return Mismatch("arguments are not an object")
         result.name = name
         result.arguments = arguments
-        return end
+        return None
 
     def key_values(
         self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo

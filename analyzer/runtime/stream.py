@@ -22,7 +22,17 @@ from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
 from .message import Delta, Message, ParseError, ParseWarning, apply
 from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
-from .tolerance import CODE_FENCE, MARKER_WHITESPACE, MISSING_CLOSER, MISSING_OPENER, TOLERANCES
+from .tolerance import (
+    CALL_LIST,
+    CALL_SEPARATOR,
+    CODE_FENCE,
+    MARKER_WHITESPACE,
+    MISSING_CLOSER,
+    MISSING_OPENER,
+    REPEATED_REASONING_OPENER,
+    TOLERANCES,
+    UNOPENED_REASONING,
+)
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
@@ -71,6 +81,8 @@ class Stream:
         self._ender_scan = 0  # reasoning: where the text ending that call is looked for
         self._retry_length = 0  # reasoning: the buffer's length at which that call is matched again
         self._call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
+        self._opener_checked = False  # the start of reasoning (or of the output) was read for a marker
+        self._listless = False  # a JSON list section was opened without its bracket
         self._surrogates: list[ParseError] = []
         self.message = Message()
         self._buf = ""
@@ -295,6 +307,19 @@ class Stream:
             self._prefix_read = True  # once: a second copy of it is the model's text
             if isinstance(step, int):
                 self._consume(step)
+        if shape.reasoning is not None and not self.strict and not self._opener_checked:
+            # A reasoning closer first, with no opener: the prompt may have opened the block.
+            head = skip_ws(buf := self._buf, 0)
+            step = match_literal(buf, head, shape.reasoning.close, final)
+            if step is NEED:
+                return  # the closer, or the start of the output, still to come
+            self._opener_checked = True
+            if isinstance(step, int):
+                self._warn(deltas, UNOPENED_REASONING, head)
+                self._consume(step)
+                self._content_started = False
+                self._state = _AFTER_REASONING
+                return
         self._content_or_named_call(final)
 
     def _content_or_named_call(self, final: bool) -> None:
@@ -314,6 +339,16 @@ class Stream:
 
     def _reasoning(self, deltas: list[Delta], final: bool) -> None:
         assert self.shape.reasoning is not None
+        if not self._opener_checked:
+            # The opener written again at the block's start (after the prompt opened it).
+            head = skip_ws(self._buf, 0)
+            step = match_literal(self._buf, head, self.shape.reasoning.open, final) if not self.strict else None
+            if step is NEED:
+                return
+            self._opener_checked = True
+            if isinstance(step, int):
+                self._warn(deltas, REPEATED_REASONING_OPENER, head)
+                self._consume(step)
         if not self.message.has_reasoning:
             # A prompt that opens reasoning, and a model that skips it: the output starts with what
             # follows reasoning (the rest of the turn's prefix, a content wrapper, a call).
@@ -427,7 +462,7 @@ class Stream:
                 i = step if isinstance(step, int) else i
             assert form is not None
             outcome = self._read_call(form, i, final)
-            if outcome is NEED:
+            if outcome is NEED and not final:  # (at the end, a call cut short is reasoning text)
                 if self._waiting_call != at:
                     self._waiting_call, self._waiting_word, self._ender_scan = at, word, at
                 self._retry_length = 2 * len(self._buf) + 64
@@ -573,6 +608,15 @@ class Stream:
                 self._warn(deltas, MARKER_WHITESPACE, len(word))
                 self._consume(step)
                 self._state = _SECTION
+                return
+            j = skip_ws(buf, len(word))
+            if self._plan.listless_close is not None and buf.startswith("{", j):
+                # A JSON list section's one call written as an object, without the list's brackets.
+                self._warn(deltas, CALL_LIST, j)
+                self._consume(j)
+                self._listless = True
+                self._call_start = 0
+                self._state = _CALL
                 return
         if word in shape.stops and not buf[len(word) :].strip():
             # A turn's stop string that also opens a call (a call written as a new message): with
@@ -924,9 +968,23 @@ class Stream:
                     self._call_start = 0
                     self._state = _CALL
                     return
+            if not self.strict:
+                # Another call behind another separator than the template's (";", ",", none).
+                k = skip_ws(buf, j + 1) if buf.startswith((";", ","), j) else j
+                opens = self._opens_call(buf, k, final) if k < len(buf) or final else NEED
+                if opens is NEED:
+                    return
+                if opens:
+                    self._warn(deltas, CALL_SEPARATOR, j)
+                    self._consume(k)
+                    self._call_start = 0
+                    self._state = _CALL
+                    return
         if calls.section_close:
-            # Closed even when its opener was left out: models drop openers more than closers.
-            step = _match_closer(buf, calls.section_close, final)
+            # Closed even when its opener was left out: models drop openers more than closers. A list
+            # section opened without its bracket closes without it.
+            closer = self._plan.listless_close if self._listless else calls.section_close
+            step = _match_closer(buf, closer, final) if closer else Mismatch("no closer")
             if step is NEED:
                 return
             if isinstance(step, int):
@@ -1002,6 +1060,8 @@ class Stream:
         if self.validate:
             for problem in self.tools.check(name, arguments, index, self._schemas_reported):
                 self._error(deltas, problem)
+        for listed in match.more:  # the other calls of one JSON list
+            self._emit_call(deltas, listed)
 
     def _malformed(self, deltas: list[Delta], reason: str, final: bool, kind: str = "malformed_call") -> None:
         """Text that starts like a call but is not one: reported with its text, up to where calls end.
@@ -1071,6 +1131,17 @@ class _Plan:
             trigger.wake_word
             if trigger and not strict and trigger.wake_word != opener and opener.startswith(trigger.wake_word)
             else ""
+        )
+        # A section that is a JSON list (``[TOOL_CALLS][`` ... ``]``): its closer less the bracket, for a
+        # single call a model writes as an object after the special word; None where there is no such list.
+        self.listless_close = (
+            _less_bracket(calls.section_close)
+            if calls
+            and self.section_wake
+            and opener.endswith("[")
+            and calls.section_close[:1]
+            and calls.section_close[0].text.startswith("]")
+            else None
         )
         # The text that ends a call.
         self.call_ender = calls.ends_with if calls else ""
@@ -1242,6 +1313,13 @@ class _CallForm(NamedTuple):
             matcher_of(parts[:-closing]) if closing and not strict and closing < len(parts) else None,
             matcher_of(alt[:-alt_closing]) if alt and alt_closing and not strict and alt_closing < len(alt) else None,
         )
+
+
+def _less_bracket(close: Markers) -> Markers:
+    """A JSON list section's closer without the list's closing bracket it starts with."""
+    first = close[0]
+    rest = first.text[1:].lstrip()
+    return ((Marker(rest, "", first.trail),) if rest else ()) + close[1:]
 
 
 def _closing_markers(parts: tuple[Part, ...] | None) -> Markers:

@@ -51,6 +51,10 @@ INLINE = (
     "we split it out"
 )
 PARTIAL = "output cut inside a call: llama.cpp shows the call while its arguments arrive; we show it once complete"
+REPEATED_OPENER = (
+    "llama.cpp keeps a reasoning opener written again after the prompt opened the block as reasoning text "
+    "('<think>'); we read it as the opener (tolerance repeated_reasoning_opener), so reasoning is empty"
+)
 STRAY_MARKER = "a repeated reasoning opener, or a stray closer after the answer, is kept as content"
 PYTHON_ESCAPES = (
     "the template writes string values raw (string escaping: none): we keep backslash escapes as written; "
@@ -77,6 +81,7 @@ GPT_BUILTIN = (
 GPT_TO_ASSISTANT = "gpt-oss: a 'commentary to=assistant' header is kept in content"
 
 KNOWN = {
+    "Qwen3.5-4B:2377": REPEATED_OPENER,
     "Qwen3.5-4B:2156": INLINE,
     "Qwen3.5-4B:2493": CONTINUATION,
     "Qwen3.5-4B:2503": CONTINUATION,

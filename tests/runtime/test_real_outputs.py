@@ -33,6 +33,7 @@ _SEED_CALL = (
     "<seed:tool_call>\n<function=get_weather>\n<parameter=location>Paris</parameter>\n</function>\n</seed:tool_call>"
 )
 _PARIS = (("get_weather", {"location": "Paris"}),)
+_QWEN_SEARCH = '<tool_call>\n{"name": "search", "arguments": {"query": "rain"}}\n</tool_call>'
 _KIMI_CALL = (
     '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"location": "Paris"}<|tool_call_end|>'
 )
@@ -232,6 +233,61 @@ ROWS = {
         warnings=("missing_opener", "missing_closer", "missing_closer"),
         strict=("", (), ()),  # strict: all of it is reasoning
     ),
+    # Calls separated otherwise than the template separates them.
+    "calls separated by a semicolon (Qwen2.5)": Row(
+        "Qwen-Qwen2.5-7B-Instruct",
+        f"{_QWEN_CALL};{_QWEN_SEARCH}",
+        calls=(*_PARIS, ("search", {"query": "rain"})),
+        warnings=("call_separator",),
+        strict=(";", (*_PARIS, ("search", {"query": "rain"})), ()),  # strict: the ";" is content between calls
+    ),
+    "calls with nothing between them (Kimi-K2)": Row(
+        "moonshotai-Kimi-K2",
+        "<|tool_calls_section_begin|>" + _KIMI_CALL + _KIMI_CALL.replace(":0", ":1") + "<|tool_calls_section_end|>",
+        calls=(*_PARIS, *_PARIS),
+    ),
+    # One JSON list of calls where the template writes an object per call, and the reverse.
+    "a JSON list of calls in one call's markers (Qwen2.5)": Row(
+        "Qwen-Qwen2.5-7B-Instruct",
+        '<tool_call>\n[{"name": "get_weather", "arguments": {"location": "Paris"}}, '
+        '{"name": "search", "arguments": {"query": "rain"}}]\n</tool_call>',
+        calls=(*_PARIS, ("search", {"query": "rain"})),
+        warnings=("call_list",),
+        strict=("", (), ("malformed_call",)),
+    ),
+    "one call object where the template writes a list (Mistral Nemo)": Row(
+        "mistralai-Mistral-Nemo-Instruct-2407",
+        '[TOOL_CALLS]{"name": "get_weather", "arguments": {"location": "Paris"}}',
+        calls=_PARIS,
+        warnings=("call_list",),
+        strict=('[TOOL_CALLS]{"name": "get_weather", "arguments": {"location": "Paris"}}', (), ()),
+    ),
+    # Reasoning markers as models write them.
+    "the opener again after the prompt opened the block (Qwen3.5)": Row(
+        "Qwen3.5-4B",
+        "<think>\nLet me see.\n</think>\n\nHello.",
+        content="Hello.",
+        reasoning="Let me see.",
+        thinking=True,
+        warnings=("repeated_reasoning_opener",),
+        strict=("Hello.", (), ()),
+    ),
+    "an empty block, then a call, where the prompt opened it (Qwen3.5)": Row(
+        "Qwen3.5-4B",
+        "<think>\n\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n"
+        "</function>\n</tool_call>",
+        calls=_PARIS,
+        thinking=True,
+        warnings=("repeated_reasoning_opener",),
+        strict=(None, _PARIS, ()),
+    ),
+    "a closer with no opener (Qwen3)": Row(
+        "Qwen-Qwen3-0.6B",
+        "</think>\n\nHello.",
+        content="Hello.",
+        warnings=("unopened_reasoning",),
+        strict=("</think>\n\nHello.", (), ()),
+    ),
 }
 
 
@@ -278,3 +334,10 @@ def test_a_strict_parse_applies_no_tolerance(name: str) -> None:
         list(calls),
         list(errors),
     )
+
+
+def test_every_tolerance_has_a_row() -> None:
+    from analyzer.runtime.tolerance import TOLERANCES
+
+    shown = {kind for row in ROWS.values() for kind in row.warnings}
+    assert shown == set(TOLERANCES), set(TOLERANCES) - shown
