@@ -414,6 +414,7 @@ class CallMatcher:
                     separator,
                     self.closers,
                     (self.call_separator, self.next_call),
+                    None if self.strict else result.tolerated,
                 )
                 if outcome is NEED:
                     # An earlier form may still match once more text arrives: decide then, so that
@@ -688,10 +689,12 @@ def _match_form(
     separator: Markers = (),
     closers: tuple[str, ...] = (),
     next_call: tuple[str, tuple[str, ...]] = ("", ()),
+    tolerated: list[tuple[str, int]] | None = None,
 ) -> tuple[int, str, Any] | _Need | Mismatch:
     """One argument written in one of the group's (shared) forms: (end, name, value). ``separator``:
     what stands between two arguments; ``closers``: what may follow the whole call; ``next_call``: the
-    separator between calls and what a call opens with."""
+    separator between calls and what a call opens with; ``tolerated``: where the tolerances applied
+    are recorded (None: strict, none applies)."""
     parts = group.parts
     key: str | None = None
     raw_value: str | None = None
@@ -747,6 +750,11 @@ def _match_form(
                     if not isinstance(step, int):
                         return step
                     raw_value, value_syntax, i = text[j:step], "raw", step
+                    quoted = _quoted_literal(raw_value) if tolerated is not None else None
+                    if quoted is not None:
+                        # A string in quotes the template does not write: a literal, its escapes decoded.
+                        tolerated.append((LITERAL_SYNTAX, j))  # type: ignore[union-attr]  # not None: checked above
+                        raw_value, value_syntax = quoted, "decoded"
                     continue
                 end = value_end(text, j, memo)
                 if bare is not None and (end == INVALID or (end == INCOMPLETE and final) or end >= 0):
@@ -779,6 +787,8 @@ def _match_form(
     types = group.types
     if json_type is None and len(types) == 1:
         json_type = next(iter(types))
+    if value_syntax == "decoded":
+        return i, key, raw_value
     if value_syntax == "raw":
         opener, closer = wrapper
         if opener and raw_value.startswith(opener) and raw_value.endswith(closer):
@@ -801,8 +811,24 @@ def _match_form(
             with contextlib.suppress(Undecodable):
                 value = decode_notation(raw_value, *quotes)
     if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
-        value = raw_value[1:-1]  # quoted by the template but never escaped
+        if quotes[0] and raw_value[0] != quotes[0] and tolerated is not None:
+            # In quotes the template does not write strings in: a literal, its escapes decoded.
+            tolerated.append((LITERAL_SYNTAX, i - len(raw_value)))
+        else:
+            value = raw_value[1:-1]  # quoted by the template but never escaped
     return i, key, value
+
+
+def _quoted_literal(raw: str) -> str | None:
+    """The text of ``raw`` when it is one quoted string literal (JSON's double quotes, or Python's single
+    ones), its escapes decoded; else None."""
+    if len(raw) < 2 or raw[0] not in "\"'" or raw[-1] != raw[0]:
+        return None
+    try:
+        value = decode(raw)
+    except Undecodable:
+        return None
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,10 +56,6 @@ REPEATED_OPENER = (
     "('<think>'); we read it as the opener (tolerance repeated_reasoning_opener), so reasoning is empty"
 )
 STRAY_MARKER = "a repeated reasoning opener, or a stray closer after the answer, is kept as content"
-PYTHON_ESCAPES = (
-    "the template writes string values raw (string escaping: none): we keep backslash escapes as written; "
-    "llama.cpp decodes them as Python escapes"
-)
 PROMPT_WORDS = (
     "llama.cpp counts the words the prompt writes inside the block it opens ('Here are my reasoning steps:') "
     "as reasoning; our parser reads the model's output only"
@@ -176,9 +172,6 @@ KNOWN = {
     "LFM2.5-Instruct:2106": FORMAT_NONE,
     "LFM2.5-Instruct:2116": FORMAT_NONE,
     "LFM2.5-Instruct:2123": FORMAT_NONE,
-    "LFM2.5-8B-A1B:2073": PYTHON_ESCAPES,
-    "LFM2.5-8B-A1B:2082": PYTHON_ESCAPES,
-    "LFM2.5-8B-A1B:2090": PYTHON_ESCAPES,
     "LFM2.5-8B-A1B:2116": PARTIAL,
     "LFM2.5-8B-A1B:5284": CONTINUATION,
     "LFM2.5-8B-A1B:5295": CONTINUATION,

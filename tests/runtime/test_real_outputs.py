@@ -233,6 +233,18 @@ ROWS = {
         warnings=("missing_opener", "missing_closer", "missing_closer"),
         strict=("", (), ()),  # strict: all of it is reasoning
     ),
+    "a double-quoted string where the template writes raw single-quoted ones (LFM2.5)": Row(
+        "LFM2.5-8B-A1B",
+        '<|tool_call_start|>[search(query="line 1\\nline \\"2\\"")]<|tool_call_end|>',
+        calls=(("search", {"query": 'line 1\nline "2"'}),),
+        warnings=("literal_syntax",),
+        strict=(None, (("search", {"query": 'line 1\\nline \\"2\\"'}),), ()),
+    ),
+    "the template's own single quotes keep backslashes as written (LFM2.5)": Row(
+        "LFM2.5-8B-A1B",
+        "<|tool_call_start|>[search(query='a\\nb')]<|tool_call_end|>",
+        calls=(("search", {"query": "a\\nb"}),),
+    ),
     # Calls separated otherwise than the template separates them.
     "calls separated by a semicolon (Qwen2.5)": Row(
         "Qwen-Qwen2.5-7B-Instruct",
