@@ -15,6 +15,7 @@ test or for the prompted format, is as complete as a lowered one.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from analyzer.description import (
     ArgumentForm,
@@ -32,7 +33,7 @@ from analyzer.description import (
     Unknown,
 )
 from analyzer.errors import UnsupportedFormat
-from analyzer.markers import special_word
+from analyzer.markers import last_marker, special_word
 from analyzer.runtime.shape import (
     ID_FORMS,
     ArgKey,
@@ -100,7 +101,35 @@ def lower_pattern(pattern: Pattern, calls: Calls, id_form: IdForm) -> tuple[Part
             _text_parts(item.text, parts)
         elif isinstance(item, Field):
             parts.append(_lower_field(item, calls, id_form))
-    return tuple(parts)
+    return _index_ids(tuple(parts))
+
+
+# What may join a name and its count into one id (``get_weather:0``), and stand before the name in it.
+_ID_JOIN = re.compile(r"[:_\-./#]")
+_ID_LEAD = re.compile(r"[\w.\-/]*")
+
+
+def _index_ids(parts: tuple[Part, ...]) -> tuple[Part, ...]:
+    """The count of a call written right after its name, joined by one punctuation mark, with no id of
+    its own (``<|tool_call_begin|>functions.NAME:0``): the template writes name and count as the
+    call's id, so the count's part records what that id starts with (the words after the marker that
+    opens the call)."""
+    if any(isinstance(part, CallId) for part in parts):
+        return parts
+    for k, part in enumerate(parts):
+        if not (isinstance(part, Index) and k >= 2 and isinstance(parts[k - 2], Name)):
+            continue
+        join = parts[k - 1]
+        if not (isinstance(join, Marker) and _ID_JOIN.fullmatch(join.text) and not join.lead and not join.trail):
+            continue
+        before = parts[k - 3] if k >= 3 else None
+        lead = ""
+        if isinstance(before, Marker) and not before.trail:
+            found = last_marker(before.text)
+            rest = before.text[found.end() :] if found else before.text
+            lead = rest if _ID_LEAD.fullmatch(rest) else ""
+        return (*parts[:k], replace(part, id_prefix=lead), *parts[k + 1 :])
+    return parts
 
 
 def escapes(escaping: NameEscaping) -> Escapes:

@@ -125,6 +125,7 @@ class CallMatch:
     unread: list[tuple[str, str]] = field(default_factory=list)  # (field, its JSON text): members no layout path reads
     tolerated: list[tuple[str, int]] = field(default_factory=list)  # (tolerance kind, where in the text)
     more: list[CallMatch] = field(default_factory=list)  # the other calls of one JSON list of calls
+    name_at: int = -1  # where the name starts in the text
 
 
 class CallMatcher:
@@ -210,6 +211,7 @@ class CallMatcher:
 
     def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo) -> Step:
         i = skip_ws(text, i)
+        result.name_at = i
         written_names = self._written_names.get(id(part)) or _written_names(self.names, part.escapes)
         for written, name in written_names:
             if text.startswith(written, i):
@@ -256,6 +258,9 @@ class CallMatcher:
             return NEED if (i == len(text) and not final) else Mismatch("expected a call index")
         if m.end() == len(text) and not final:
             return NEED
+        if part.id_prefix is not None and result.name_at >= 0:
+            # The template writes name and count as the call's id: the model's own id for it.
+            result.call_id = part.id_prefix + text[result.name_at : m.end()]
         return m.end()
 
     def json_args(
@@ -356,6 +361,8 @@ class CallMatcher:
                 if index is not None and not (type(index) is int or (isinstance(index, str) and index.isdigit())):
                     # Not a count: the model wrote something else where the index goes; keep its text.
                     result.unread.append((".".join(layout.index_path), json.dumps(index, ensure_ascii=False)))
+                elif index is not None and layout.id_path is None:
+                    result.call_id = str(index)  # the count the template writes in the id's place
         if not isinstance(name, str):
             return Mismatch("the object has no function name", "not_a_reply")
         if arguments is None:

@@ -114,10 +114,13 @@ class CallId:
 
 @dataclass(frozen=True, slots=True)
 class Index:
-    """A number that counts calls, from ``base``."""
+    """A number that counts calls, from ``base``. ``id_prefix``: where the template writes a call's name
+    and count as its id (Kimi's ``functions.NAME:0``), the text the id starts with before the name
+    ("" when the name starts it); None where the count is no id."""
 
     kind: ClassVar[str] = "index"
     base: int
+    id_prefix: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,10 +42,6 @@ CONTINUATION = (
     "our parser takes no prefill"
 )
 FORMAT_NONE = "the template never writes tool calls in history (analysis: format none)"
-INDEX_ID = (
-    'llama.cpp keeps the index the template writes (functions.NAME:N, tool_call_id "0") as the call id; '
-    "we make ids, the template writing no call id"
-)
 INLINE = (
     "reasoning_format none: llama.cpp leaves the reasoning inline in content (behind the prompt's opener); "
     "we split it out"
@@ -89,14 +85,8 @@ KNOWN = {
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16:2797": CONTINUATION,
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16:2807": CONTINUATION,
     "CohereForAI-c4ai-command-r7b-12-2024-tool_use:2831": INLINE,
-    "CohereForAI-c4ai-command-r7b-12-2024-tool_use:2837": INDEX_ID,
     "CohereForAI-c4ai-command-r7b-12-2024-tool_use:2847": PARTIAL,
-    "CohereForAI-c4ai-command-r7b-12-2024-tool_use:2857": INDEX_ID,
     "Cohere2MoE:2883": INLINE,
-    "Cohere2MoE:2905": INDEX_ID,
-    "Cohere2MoE:2916": INDEX_ID,
-    "Cohere2MoE:2927": INDEX_ID,
-    "Cohere2MoE:2938": INDEX_ID,
     "Cohere2MoE:2962": PARTIAL,
     "google-gemma-2-2b-it:2982": CONTINUATION,
     "google-gemma-4-31B-it:3011": INLINE,
@@ -126,22 +116,9 @@ KNOWN = {
     "inclusionai-ling-3.0-flash:4716": INLINE,
     "inclusionai-ling-3.0-flash:4841": CONTINUATION,
     "inclusionai-ling-3.0-flash:4851": CONTINUATION,
-    "Kimi-K2-Thinking:4974": INDEX_ID,
-    "Kimi-K2-Thinking:4982": INDEX_ID,
-    "Kimi-K2-Thinking:4992": INDEX_ID,
-    "Kimi-K2-Thinking:5001": INDEX_ID,
-    "Kimi-K2-Thinking:5018": INDEX_ID,
-    "Kimi-K2-Thinking:5037": INDEX_ID,
-    "Kimi-K2-Thinking:5047": INDEX_ID,
     "Kimi-K2-Thinking:5055": PARTIAL,
-    "Kimi-K2-Thinking:5065": INDEX_ID,
-    "Kimi-K2-Thinking:5084": INDEX_ID,
-    "Kimi-K2-Thinking:5103": INDEX_ID,
-    "Kimi-K2-Thinking:5120": INDEX_ID,
     "Kimi-K2-Thinking:5158": CONTINUATION,
     "Kimi-K2-Thinking:5168": CONTINUATION,
-    "moonshotai-Kimi-K2:5186": INDEX_ID,
-    "Kimi-K2-Instruct:5197": INDEX_ID,
     "moonshotai-Kimi-K2:5206": CONTINUATION,
     "moonshotai-Kimi-K2:5216": CONTINUATION,
     "LFM2-8B-A1B:2022": FORMAT_NONE,
@@ -185,7 +162,6 @@ KNOWN = {
     "MiniMax-M3:5827": CONTINUATION,
     "MiniMax-M3:5837": CONTINUATION,
     "NVIDIA-Nemotron-Nano-v2:5865": CONTINUATION,
-    "CohereForAI-c4ai-command-r7b-12-2024-tool_use:5880": INDEX_ID,
     "CohereForAI-c4ai-command-r-plus-tool_use:5893": HEADER_REPEATED,
     "CohereForAI-c4ai-command-r-plus-tool_use:5905": CONTINUATION,
     "mistralai-Mistral-Nemo-Instruct-2407:5924": CONTINUATION,

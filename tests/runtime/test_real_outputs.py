@@ -348,6 +348,25 @@ def test_a_strict_parse_applies_no_tolerance(name: str) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "template, output, ids",
+    [
+        # The template writes a call's name and count as its id (and results name it): the model's own id.
+        ("moonshotai-Kimi-K2", _KIMI_SECTION.format('{"location": "Paris"}'), ["functions.get_weather:0"]),
+        (
+            "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
+            '<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", '
+            '"parameters": {"location": "Paris"}}\n]<|END_ACTION|>',
+            ["0"],
+        ),
+    ],
+)
+def test_a_count_written_as_the_id_is_the_call_id(template: str, output: str, ids: list[str]) -> None:
+    batch, streamed = _read(Parser(golden(template), TOOLS), output)
+    assert streamed == batch
+    assert [call["id"] for call in batch["tool_calls"]] == ids, batch
+
+
 def test_every_tolerance_has_a_row() -> None:
     from analyzer.runtime.tolerance import TOLERANCES
 
