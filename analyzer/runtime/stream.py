@@ -63,8 +63,12 @@ class Stream:
         thinking: bool | None = None,
         validate: bool = True,
         strict: bool = False,
+        inline_reasoning: bool = False,
         plan: _Plan | None = None,
     ):
+        # Reasoning left inline: it and its markers are content, the opener the prompt wrote first.
+        self._inline = inline_reasoning
+        self._inline_opener = _prompt_opener(shape, thinking) if inline_reasoning else ""
         self.shape = shape
         self.strict = strict  # read only what the template writes: no tolerance (tolerance.py)
         self.tools = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
@@ -82,6 +86,7 @@ class Stream:
         self._retry_length = 0  # reasoning: the buffer's length at which that call is matched again
         self._call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
         self._opener_checked = False  # the start of reasoning (or of the output) was read for a marker
+        self._reasoned = False  # some reasoning text was read
         self._listless = False  # a JSON list section was opened without its bracket
         self._surrogates: list[ParseError] = []
         self.message = Message()
@@ -173,7 +178,7 @@ class Stream:
         if len(buf) < self._waits_longest and buf in self._plan.waits[state] and not self._fenced:
             if state == _REASONING:
                 # Before any reasoning, also what follows a reasoning block the model skipped.
-                if not self.message.has_reasoning or buf in self._plan.reasoning_waits:
+                if not self._reasoned or buf in self._plan.reasoning_waits:
                     return []
             elif not (
                 (state == _START and self._prefix_read) or (state == _AFTER_REASONING and self._after_reasoning_read)
@@ -316,8 +321,9 @@ class Stream:
             self._opener_checked = True
             if isinstance(step, int):
                 self._warn(deltas, UNOPENED_REASONING, head)
+                self._inline_text(deltas, step)
                 self._consume(step)
-                self._content_started = False
+                self._block_closed()
                 self._state = _AFTER_REASONING
                 return
         self._content_or_named_call(final)
@@ -348,14 +354,16 @@ class Stream:
             self._opener_checked = True
             if isinstance(step, int):
                 self._warn(deltas, REPEATED_REASONING_OPENER, head)
+                self._inline_text(deltas, step)
                 self._consume(step)
-        if not self.message.has_reasoning:
+        if not self._reasoned:
             # A prompt that opens reasoning, and a model that skips it: the output starts with what
             # follows reasoning (the rest of the turn's prefix, a content wrapper, a call).
             head = skip_ws(self._buf, 0)
             words = self._plan.after_reasoning_words
             if self._buf.startswith(words, head):
                 self._consume(head)
+                self._inline_opener = ""  # a block skipped is none, inline too
                 self._state = _AFTER_REASONING
                 return
             if not final and any(word.startswith(self._buf[head:]) for word in words):
@@ -412,14 +420,34 @@ class Stream:
             return
         end = step if isinstance(step, int) else at + len(word)
         self._emit_reasoning(deltas, self._buf[:at], closing=True)
-        self._consume(end)
-        self._content_started = False
+        self._consume(at)
+        self._inline_text(deltas, end - at)
+        self._consume(end - at)
+        self._block_closed()
         self._state = _AFTER_REASONING
+
+    def _block_closed(self) -> None:
+        """After a reasoning block: content starts anew (its leading whitespace is the markers'), unless
+        reasoning is inline, where content goes on."""
+        if not self._inline:
+            self._content_started = False
+
+    def _inline_text(self, deltas: list[Delta], end: int) -> None:
+        """A reasoning marker at the buffer's start, up to ``end``: content where reasoning is inline."""
+        if self._inline:
+            self._emit_inline(deltas, self._buf[:end])
+
+    def _emit_inline(self, deltas: list[Delta], text: str) -> None:
+        """Reasoning's text or markers as content; the block the prompt opened starts with its opener
+        (written only once the model writes in the block: a block it skips is none)."""
+        if self._inline_opener and text:
+            text, self._inline_opener = self._inline_opener + text, ""
+        self._emit_content(deltas, text)
 
     def _end_reasoning_at_call(self, deltas: list[Delta]) -> None:
         """A call at the buffer's start ends reasoning the model never closed."""
         self._emit_reasoning(deltas, "", closing=True)
-        self._content_started = False
+        self._block_closed()
         self._scan_from = 0
         self._state = _CONTENT
 
@@ -474,12 +502,17 @@ class Stream:
 
     def _emit_reasoning(self, deltas: list[Delta], text: str, *, closing: bool = False) -> None:
         """Reasoning with trailing whitespace held back: the whitespace before a close marker is the marker's."""
+        if self._inline:
+            self._reasoned = self._reasoned or not text.isspace() and bool(text)
+            self._emit_inline(deltas, text)  # as written: the markers around it are content too
+            return
         body = text.rstrip()
         tail = text[len(body) :]
         if body:
             held = self._held_reasoning_ws
-            if not self.message.has_reasoning:
+            if not self._reasoned:
                 body, held = body.lstrip(), ""  # whitespace before the first text is the open marker's
+                self._reasoned = True
             self._emit(deltas, Delta("", held + body))
             self._held_reasoning_ws = tail
         else:
@@ -588,6 +621,7 @@ class Stream:
             if step is NEED:
                 return
             if isinstance(step, int):
+                self._inline_text(deltas, step)
                 self._consume(step)
                 self._state = _REASONING
                 return
@@ -1637,11 +1671,21 @@ def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
     return best
 
 
+def _prompt_opener(shape: OutputShape, thinking: bool | None) -> str:
+    """The reasoning opener the prompt wrote, where it opened the block (as the template writes it)."""
+    reasoning = shape.reasoning
+    if reasoning is None or not reasoning.opened_by_prompt(thinking):
+        return ""
+    return "".join(marker.written for marker in reasoning.open).lstrip()
+
+
 class Parser:
     """A parser for one output shape and a set of tools (to validate calls and to type key/value
     arguments). ``thinking``: whether the prompt was rendered with thinking switched on (None: the
     template's default), which decides whether the prompt opened a reasoning block. ``strict``: read
-    only what the template writes, applying none of the tolerances of ``tolerance.py``."""
+    only what the template writes, applying none of the tolerances of ``tolerance.py``.
+    ``inline_reasoning``: leave reasoning in content, its markers included and the opener the prompt
+    wrote first (as llama-server's ``--reasoning-format none``; clients such as Open WebUI read it there)."""
 
     def __init__(
         self,
@@ -1650,16 +1694,25 @@ class Parser:
         *,
         thinking: bool | None = None,
         strict: bool = False,
+        inline_reasoning: bool = False,
     ) -> None:
         self.shape = shape
         self.tools = tools or []
         self.thinking = thinking
         self._schemas = ToolSchemas(self.tools)  # read, and each schema checked, once for every parse
         self.strict = strict
+        self.inline_reasoning = inline_reasoning
         self._plan = _Plan(shape, self._schemas, strict=strict)
 
     def stream(self) -> Stream:
-        return Stream(self.shape, self._schemas, thinking=self.thinking, strict=self.strict, plan=self._plan)
+        return Stream(
+            self.shape,
+            self._schemas,
+            thinking=self.thinking,
+            strict=self.strict,
+            inline_reasoning=self.inline_reasoning,
+            plan=self._plan,
+        )
 
     def parse(self, text: str) -> Message:
         stream = self.stream()

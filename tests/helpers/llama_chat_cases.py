@@ -395,7 +395,8 @@ def thinking_for(case: LlamaCase, description: FormatDescription) -> bool | None
 def run_case(case: LlamaCase, corpus_dir: Path) -> Outcome:
     description = description_of(corpus_dir / case.template)
     thinking = thinking_for(case, description)
-    parser = Parser(description, list(case.tools), thinking=thinking)
+    # reasoning_format none (llama.cpp's default): the reasoning stays in content, as our inline mode keeps it
+    parser = Parser(description, list(case.tools), thinking=thinking, inline_reasoning=case.reasoning_format == "none")
     if case.is_partial:  # the message so far: llama.cpp parses a partial output as one still arriving
         batch_stream = parser.stream()
         batch_stream.feed(case.input)

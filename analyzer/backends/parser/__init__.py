@@ -34,9 +34,10 @@ class Parser(_runtime.Parser):
         *,
         thinking: bool | None = None,
         strict: bool = False,
+        inline_reasoning: bool = False,
     ):
         shape = description if isinstance(description, OutputShape) else lower(description)
-        super().__init__(shape, tools, thinking=thinking, strict=strict)
+        super().__init__(shape, tools, thinking=thinking, strict=strict, inline_reasoning=inline_reasoning)
 
 
 __all__ = ["Delta", "Message", "ParseError", "ParseWarning", "Parser", "Stream", "StreamParser", "ToolCall", "apply"]
