@@ -15,12 +15,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
-from .message import Delta, Message, ParseError, ParseWarning, apply
+from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
 from .tolerance import CODE_FENCE, MARKER_WHITESPACE, MISSING_CLOSER, MISSING_OPENER, TOLERANCES
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
@@ -43,7 +43,11 @@ _PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once mor
 
 class Stream:
     """One parse in progress: feed model output with ``feed``, call ``finish`` at the end; both return
-    deltas, and ``message`` is the message so far."""
+    deltas, and ``message`` is the message so far.
+
+    ``continuing``: the partial assistant message the prompt ends inside (``continue_final_message``,
+    a prefill; see ``Prefill``), which the output continues. ``message`` is then the whole message,
+    the prefill's text and what the output adds; the deltas carry only what the output adds."""
 
     def __init__(
         self,
@@ -54,6 +58,7 @@ class Stream:
         validate: bool = True,
         strict: bool = False,
         plan: _Plan | None = None,
+        continuing: Mapping[str, Any] | Prefill | None = None,
     ):
         self.shape = shape
         self.strict = strict  # read only what the template writes: no tolerance (tolerance.py)
@@ -101,6 +106,8 @@ class Stream:
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
         self._answer_closed = -1  # where its closing quote is, once seen
         self._fenced = False  # the call or answer being read opened a fence
+        if continuing is not None:
+            self._start_inside(prefill_of(continuing))
 
     # ------------------------------------------------------------------ public
 
@@ -280,6 +287,25 @@ class Stream:
         return deltas
 
     # ------------------------------------------------------------------ states
+
+    def _start_inside(self, prefill: Prefill) -> None:
+        """The state a continuation starts in, decided once: the prompt holds the message up to the end
+        of its text (the turn's prefix, a closed reasoning block, a content opener), so the output goes
+        on with the part that continues, as if that text had just been read. Nothing is stripped where
+        the two meet: the prefill's last character and the output's first stand as written."""
+        self.message = Message(prefill.content, prefill.reasoning_content)
+        self._prefix_read = True
+        if prefill.content or (prefill.reasoning_content and self.shape.reasoning is None):
+            # Content continues (a shape without reasoning keeps the message's reasoning as given).
+            self._opened_by_prompt = False  # the prompt closed any reasoning block before the content
+            if prefill.content:
+                self._content_started = True
+                self._state = _CONTENT
+        elif prefill.reasoning_content:
+            self._opened_by_prompt = True  # inside the block the prompt left open
+            self._state = _REASONING
+        else:
+            self._prefix_read = False  # nothing to continue: a plain start
 
     def _start(self, deltas: list[Delta], final: bool) -> None:
         shape = self.shape
@@ -1563,7 +1589,15 @@ class Parser:
     """A parser for one output shape and a set of tools (to validate calls and to type key/value
     arguments). ``thinking``: whether the prompt was rendered with thinking switched on (None: the
     template's default), which decides whether the prompt opened a reasoning block. ``strict``: read
-    only what the template writes, applying none of the tolerances of ``tolerance.py``."""
+    only what the template writes, applying none of the tolerances of ``tolerance.py``.
+
+    ``continuing``: the OpenAI-style partial assistant message the prompt ends inside (vLLM's and
+    transformers' ``continue_final_message``, llama-server's prefill): ``content`` (text or text parts)
+    and ``reasoning_content``. The output continues its content when it has any, else its reasoning,
+    inside the block the prompt left open (a shape without reasoning keeps it as given, and content
+    continues). The message a parse returns is the whole message, prefill and continuation; a
+    stream's deltas carry only the output's text. Raises ``PrefillError`` for a message of another
+    role or one with tool calls."""
 
     def __init__(
         self,
@@ -1572,16 +1606,25 @@ class Parser:
         *,
         thinking: bool | None = None,
         strict: bool = False,
+        continuing: Mapping[str, Any] | Prefill | None = None,
     ) -> None:
         self.shape = shape
         self.tools = tools or []
         self.thinking = thinking
         self._schemas = ToolSchemas(self.tools)  # read, and each schema checked, once for every parse
         self.strict = strict
+        self.continuing = prefill_of(continuing) if continuing is not None else None
         self._plan = _Plan(shape, self._schemas, strict=strict)
 
     def stream(self) -> Stream:
-        return Stream(self.shape, self._schemas, thinking=self.thinking, strict=self.strict, plan=self._plan)
+        return Stream(
+            self.shape,
+            self._schemas,
+            thinking=self.thinking,
+            strict=self.strict,
+            plan=self._plan,
+            continuing=self.continuing,
+        )
 
     def parse(self, text: str) -> Message:
         stream = self.stream()
