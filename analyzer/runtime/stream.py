@@ -372,6 +372,12 @@ class Stream:
             if start > 0:
                 self._emit_reasoning(deltas, self._buf[:start])
                 self._consume(start)
+            if final:
+                # The output ends inside that call, the block never closed: read where calls are read
+                # (reported there as cut short), so that its text is not lost.
+                self._waiting_call = -1
+                self._end_reasoning_at_call(deltas)
+                return
             # The close marker is looked for past here; one already seen stays in sight, for when the
             # call turns out to be none.
             self._scan_from = at - max(start, 0) if at != -1 else max(0, len(self._buf) - len(word))
