@@ -307,6 +307,14 @@ def render(
     "(other whitespace, a framing marker left out, Python literals, ...), each of which is otherwise "
     "recorded in the message's warnings.",
 )
+@click.option(
+    "--continue",
+    "continuing",
+    metavar="FILE",
+    help="JSON file with the partial assistant message the prompt ends inside (continue_final_message, a "
+    "prefill): the output continues its content, or its reasoning where it has no content, and the message "
+    "printed is the whole message (a stream's deltas carry only the output's text).",
+)
 @engine_option
 @variant_option
 def parse(
@@ -316,18 +324,24 @@ def parse(
     jsonl: bool,
     thinking: bool | None,
     strict: bool,
+    continuing: str | None,
     engine: str,
     variant: str | None,
 ) -> None:
     """Parse model output (stdin) into an OpenAI-style assistant message."""
-    from analyzer.backends.parser import Parser
+    from analyzer.backends.parser import Parser, PrefillError
     from analyzer.runtime import command as parse_command
 
     if stream and jsonl:
         raise InputError("--stream and --jsonl cannot be used together")
     if template == "-":
         raise InputError("parse reads the model's output from stdin: give the template as a file, not -")
-    parser = Parser(_analysed(template, variant, engine)[1], _items(tools), thinking=thinking, strict=strict)
+    try:
+        prefill = parse_command.read_prefill(continuing) if continuing is not None else None
+    except PrefillError as exc:
+        raise InputError(str(exc)) from None
+    description = _analysed(template, variant, engine)[1]
+    parser = Parser(description, _items(tools), thinking=thinking, strict=strict, continuing=prefill)
     source = sys.stdin.buffer  # click.get_binary_stream is deprecated since click 8.5
     if stream:
         parse_command.parse_stream(parser, source, lambda line: click.echo(line))

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from .message import ParseError
+from .message import ParseError, Prefill, PrefillError, prefill_of
 from .shape import OutputShape
 from .stream import Parser
 
@@ -59,6 +59,24 @@ class Utf8Input:
         self._pending = data[start:]
         self._offset += start
         return "".join(out)
+
+
+def read_prefill(path: str) -> Prefill:
+    """The partial assistant message in the JSON file ``path`` (``--continue FILE``); ``PrefillError``
+    names the file and what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            message = json.load(handle)
+    except OSError as exc:
+        raise PrefillError(f"{path}: cannot read the message to continue: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PrefillError(f"{path}: the message to continue is not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise PrefillError(f"{path}: the message to continue is not valid JSON: {exc}") from None
+    try:
+        return prefill_of(message)
+    except PrefillError as exc:
+        raise PrefillError(f"{path}: {exc}") from None
 
 
 def _dumps(value: Any) -> str:
@@ -114,7 +132,8 @@ def parse_lines(parser: Parser, source: BinaryIO, write: Write) -> str | None:
 
 
 def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None, argv: list[str] | None = None) -> int:
-    """``python PARSER.py [--stream | --jsonl] [--tools FILE] [--thinking | --no-thinking] [--strict] < output``."""
+    """``python PARSER.py [--stream | --jsonl] [--tools FILE] [--thinking | --no-thinking] [--strict]
+    [--continue FILE] < output``."""
     options = argparse.ArgumentParser(
         description=f"Parse {shape.template} model output (stdin) into an OpenAI-style assistant message (JSON)."
     )
@@ -146,6 +165,13 @@ def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None,
         action="store_true",
         help="read only what the template writes: no tolerance for what models write otherwise",
     )
+    options.add_argument(
+        "--continue",
+        dest="continuing",
+        metavar="FILE",
+        help="JSON file with the partial assistant message the prompt ends inside (continue_final_message): "
+        "the output continues it, and the message printed is the whole message",
+    )
     args = options.parse_args(argv)
     if args.tools:
         try:
@@ -160,7 +186,12 @@ def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None,
             print(f"Error: {args.tools}: tools must be a JSON list of tool objects", file=sys.stderr)
             return 2
         tools = loaded
-    parser = Parser(shape, tools, thinking=args.thinking, strict=args.strict)
+    try:
+        continuing = read_prefill(args.continuing) if args.continuing else None
+    except PrefillError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    parser = Parser(shape, tools, thinking=args.thinking, strict=args.strict, continuing=continuing)
     out = sys.stdout
 
     def write(line: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -188,3 +189,73 @@ def apply(message: Message, delta: Delta) -> None:
         message.errors.append(delta.error)
     if delta.warning is not None:
         message.warnings.append(delta.warning)
+
+
+class PrefillError(ValueError):
+    """A message to continue that is no partial assistant message; the text says what is wrong."""
+
+
+class Prefill(NamedTuple):
+    """A partial assistant message the prompt ends inside (``continue_final_message``, a prefill):
+    the model's output continues its content when it has any, else its reasoning (the block the prompt
+    left open), else it starts a message as usual."""
+
+    content: str = ""
+    reasoning_content: str = ""
+
+
+def prefill_of(message: Mapping[str, Any] | Prefill) -> Prefill:
+    """The text of an OpenAI-style partial assistant message: ``content`` (a string or a list of text
+    parts) and ``reasoning_content`` (or ``reasoning``). Raises ``PrefillError`` for a message of
+    another role, one with tool calls (a message is continued inside its text), or fields of other types."""
+    if isinstance(message, Prefill):
+        return message
+    if not isinstance(message, Mapping):
+        raise PrefillError(f"the message to continue must be an object, not {type(message).__name__}")
+    role = message.get("role", "assistant")
+    if role != "assistant":
+        raise PrefillError(f"the message to continue has role {role!r}: only an assistant message is continued")
+    if message.get("tool_calls"):
+        raise PrefillError(
+            "the message to continue holds tool_calls: the output continues a message's text, not its calls"
+        )
+    content = _prefill_content(message.get("content"))
+    reasoning = _prefill_text(message, "reasoning_content")
+    alias = _prefill_text(message, "reasoning")  # vLLM's later name for the field
+    if reasoning and alias and reasoning != alias:
+        raise PrefillError("the message to continue holds both reasoning_content and reasoning, and they differ")
+    return Prefill(content, reasoning or alias)
+
+
+def _prefill_content(content: Any) -> str:
+    if content is None or isinstance(content, str):
+        return _valid_text(content or "", "content")
+    if not isinstance(content, list):
+        raise PrefillError(f"the message to continue has content of type {type(content).__name__}: expected text")
+    texts = []
+    for number, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind != "text" or not isinstance(part.get("text"), str):
+            what = f"of type {kind!r}" if isinstance(kind, str) else "not a text part"
+            raise PrefillError(f"content part {number} of the message to continue is {what}: only text is continued")
+        texts.append(part["text"])
+    return _valid_text("".join(texts), "content")
+
+
+def _prefill_text(message: Mapping[str, Any], key: str) -> str:
+    text = message.get(key)
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise PrefillError(f"the message to continue has {key} of type {type(text).__name__}: expected a string")
+    return _valid_text(text, key)
+
+
+def _valid_text(text: str, field: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PrefillError(
+            f"the message to continue has a lone surrogate in its {field} (character {exc.start}): not UTF-8 text"
+        ) from None
+    return text

@@ -15,12 +15,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from .calls import ToolSchemas, generated_id
 from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
-from .message import Delta, Message, ParseError, ParseWarning, apply
+from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
 from .tolerance import (
     CALL_LIST,
@@ -53,7 +53,11 @@ _PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once mor
 
 class Stream:
     """One parse in progress: feed model output with ``feed``, call ``finish`` at the end; both return
-    deltas, and ``message`` is the message so far."""
+    deltas, and ``message`` is the message so far.
+
+    ``continuing``: the partial assistant message the prompt ends inside (``continue_final_message``,
+    a prefill; see ``Prefill``), which the output continues. ``message`` is then the whole message,
+    the prefill's text and what the output adds; the deltas carry only what the output adds."""
 
     def __init__(
         self,
@@ -65,6 +69,7 @@ class Stream:
         strict: bool = False,
         inline_reasoning: bool = False,
         plan: _Plan | None = None,
+        continuing: Mapping[str, Any] | Prefill | None = None,
     ):
         # Reasoning left inline: it and its markers are content, the opener the prompt wrote first.
         self._inline = inline_reasoning
@@ -118,6 +123,8 @@ class Stream:
         self._answer_at = 0  # where the answer's undecoded text starts in the buffer
         self._answer_closed = -1  # where its closing quote is, once seen
         self._fenced = False  # the call or answer being read opened a fence
+        if continuing is not None:
+            self._start_inside(prefill_of(continuing))
 
     # ------------------------------------------------------------------ public
 
@@ -298,6 +305,42 @@ class Stream:
 
     # ------------------------------------------------------------------ states
 
+    def _start_inside(self, prefill: Prefill) -> None:
+        """The state a continuation starts in, decided once: the prompt holds the message up to the end
+        of its text (the turn's prefix, a closed reasoning block, a content opener), so the output goes
+        on with the part that continues, as if that text had just been read. Nothing is stripped where
+        the two meet: the prefill's last character and the output's first stand as written."""
+        self.message = Message(prefill.content, prefill.reasoning_content)
+        if self._inline:
+            self.message = Message(self._inline_prefill(prefill))
+        self._reasoned = bool(prefill.reasoning_content)
+        self._prefix_read = True
+        if prefill.content or (prefill.reasoning_content and self.shape.reasoning is None):
+            # Content continues (a shape without reasoning keeps the message's reasoning as given).
+            self._opened_by_prompt = False  # the prompt closed any reasoning block before the content
+            self._opener_checked = True  # the output goes on with text: no marker starts it
+            if prefill.content:
+                self._content_started = True
+                self._state = _CONTENT
+        elif prefill.reasoning_content:
+            self._opened_by_prompt = True  # inside the block the prompt left open
+            self._opener_checked = True
+            self._state = _REASONING
+        else:
+            self._prefix_read = False  # nothing to continue: a plain start
+
+    def _inline_prefill(self, prefill: Prefill) -> str:
+        """The prefill as content where reasoning is inline: its reasoning in the template's markers
+        before its content, as the prompt wrote them (a template without reasoning wrote none)."""
+        reasoning = self.shape.reasoning
+        if reasoning is None or not prefill.reasoning_content:
+            return prefill.content
+        self._inline_opener = ""
+        opened = "".join(marker.written for marker in reasoning.open).lstrip() + prefill.reasoning_content
+        if not prefill.content:
+            return opened  # the block goes on
+        return opened + "".join(marker.written for marker in reasoning.close) + prefill.content
+
     def _start(self, deltas: list[Delta], final: bool) -> None:
         shape = self.shape
         if self._opened_by_prompt:
@@ -389,6 +432,12 @@ class Stream:
             if start > 0:
                 self._emit_reasoning(deltas, self._buf[:start])
                 self._consume(start)
+            if final:
+                # The output ends inside that call, the block never closed: read where calls are read
+                # (reported there as cut short), so that its text is not lost.
+                self._waiting_call = -1
+                self._end_reasoning_at_call(deltas)
+                return
             # The close marker is looked for past here; one already seen stays in sight, for when the
             # call turns out to be none.
             self._scan_from = at - max(start, 0) if at != -1 else max(0, len(self._buf) - len(word))
@@ -490,7 +539,7 @@ class Stream:
                 i = step if isinstance(step, int) else i
             assert form is not None
             outcome = self._read_call(form, i, final)
-            if outcome is NEED and not final:  # (at the end, a call cut short is reasoning text)
+            if outcome is NEED:
                 if self._waiting_call != at:
                     self._waiting_call, self._waiting_word, self._ender_scan = at, word, at
                 self._retry_length = 2 * len(self._buf) + 64
@@ -503,7 +552,7 @@ class Stream:
     def _emit_reasoning(self, deltas: list[Delta], text: str, *, closing: bool = False) -> None:
         """Reasoning with trailing whitespace held back: the whitespace before a close marker is the marker's."""
         if self._inline:
-            self._reasoned = self._reasoned or not text.isspace() and bool(text)
+            self._reasoned = self._reasoned or bool(text.strip())
             self._emit_inline(deltas, text)  # as written: the markers around it are content too
             return
         body = text.rstrip()
@@ -1685,7 +1734,15 @@ class Parser:
     template's default), which decides whether the prompt opened a reasoning block. ``strict``: read
     only what the template writes, applying none of the tolerances of ``tolerance.py``.
     ``inline_reasoning``: leave reasoning in content, its markers included and the opener the prompt
-    wrote first (as llama-server's ``--reasoning-format none``; clients such as Open WebUI read it there)."""
+    wrote first (as llama-server's ``--reasoning-format none``; clients such as Open WebUI read it there).
+
+    ``continuing``: the OpenAI-style partial assistant message the prompt ends inside (vLLM's and
+    transformers' ``continue_final_message``, llama-server's prefill): ``content`` (text or text parts)
+    and ``reasoning_content``. The output continues its content when it has any, else its reasoning,
+    inside the block the prompt left open (a shape without reasoning keeps it as given, and content
+    continues). The message a parse returns is the whole message, prefill and continuation; a
+    stream's deltas carry only the output's text. Raises ``PrefillError`` for a message of another
+    role or one with tool calls."""
 
     def __init__(
         self,
@@ -1695,6 +1752,7 @@ class Parser:
         thinking: bool | None = None,
         strict: bool = False,
         inline_reasoning: bool = False,
+        continuing: Mapping[str, Any] | Prefill | None = None,
     ) -> None:
         self.shape = shape
         self.tools = tools or []
@@ -1702,6 +1760,7 @@ class Parser:
         self._schemas = ToolSchemas(self.tools)  # read, and each schema checked, once for every parse
         self.strict = strict
         self.inline_reasoning = inline_reasoning
+        self.continuing = prefill_of(continuing) if continuing is not None else None
         self._plan = _Plan(shape, self._schemas, strict=strict)
 
     def stream(self) -> Stream:
@@ -1712,6 +1771,7 @@ class Parser:
             strict=self.strict,
             inline_reasoning=self.inline_reasoning,
             plan=self._plan,
+            continuing=self.continuing,
         )
 
     def parse(self, text: str) -> Message:

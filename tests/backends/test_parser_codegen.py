@@ -28,6 +28,10 @@ from analyzer.description import Calls, loads
 from analyzer.errors import CodegenError, InputError
 
 _COUNTER = itertools.count()
+_KIMI_CALL = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+    '{"location": "Paris"}<|tool_call_end|><|tool_calls_section_end|>'
+)
 DESCRIPTIONS = descriptions()
 
 # Calls the tools refuse, rendered by the template like any other.
@@ -433,6 +437,56 @@ def test_unknown_tool_and_tools_given_at_parse_time(json_template, tmp_path):
     run = run_isolated(path, text, "--tools", "tools.json")
     assert run.returncode == 0, run.stderr.decode()
     assert json.loads(run.stdout)["errors"] == []
+
+
+@pytest.mark.parametrize(
+    ("template", "prefill", "text"),
+    [
+        ("Qwen3.5-4B", {"content": "Hello, ", "reasoning_content": "I'm thinking"}, "world!"),
+        ("Qwen3.5-4B", {"content": "", "reasoning_content": "I'm"}, " thinking\n</think>\n\nHello, world!"),
+        ("Kimi-K2-Thinking", {"content": "Let me check"}, "." + _KIMI_CALL),
+    ],
+    ids=["content", "reasoning", "a call after content"],
+)
+def test_continuing_a_prefilled_message(template, prefill, text, tmp_path):
+    """``continuing`` (``--continue FILE``) reads as the library does: the whole message; deltas, the output's text."""
+    description = next(d for d in DESCRIPTIONS if d.template.name == template)
+    source = generate_parser_module(description, TOOLS, thinking=True)
+    generated = import_generated(source, tmp_path)
+    expected = Parser(description, TOOLS, thinking=True, continuing=prefill).parse(text).to_dict()
+    assert generated.parse(text, continuing=prefill) == expected
+    assert expected["content"].startswith(prefill["content"])
+    stream = generated.StreamParser(continuing=prefill)
+    deltas = [delta for ch in text for delta in stream.feed(ch)] + stream.finish()
+    assert stream.message == expected
+    assert "".join(delta.get("content", "") for delta in deltas) == expected["content"].removeprefix(prefill["content"])
+
+    path = tmp_path / "parser.py"
+    path.write_text(source, encoding="utf-8")
+    (tmp_path / "prefill.json").write_text(json.dumps(prefill), encoding="utf-8")
+    run = run_isolated(path, text, "--continue", "prefill.json")
+    assert run.returncode == 0, run.stderr.decode()
+    assert json.loads(run.stdout) == expected
+    streamed = run_isolated(path, text, "--stream", "--continue", "prefill.json")
+    assert streamed.returncode == 0, streamed.stderr.decode()
+    assert json.loads(streamed.stdout.decode().splitlines()[-1])["message"] == expected
+
+
+def test_continuing_refuses_a_message_it_cannot_continue(tmp_path):
+    description = next(d for d in DESCRIPTIONS if d.template.name == "Qwen3.5-4B")
+    path = tmp_path / "parser.py"
+    path.write_text(generate_parser_module(description, TOOLS), encoding="utf-8")
+    (tmp_path / "prefill.json").write_text(json.dumps({"role": "tool", "content": "22C"}), encoding="utf-8")
+    run = run_isolated(path, "Hi", "--continue", "prefill.json")
+    assert run.returncode == 2
+    assert run.stdout == b""
+    assert run.stderr.decode().splitlines() == [
+        "Error: prefill.json: the message to continue has role 'tool': only an assistant message is continued"
+    ]
+    with pytest.raises(ValueError, match="holds tool_calls"):
+        import_generated(generate_parser_module(description, TOOLS), tmp_path).parse(
+            "Hi", continuing={"content": "", "tool_calls": [{"id": "a"}]}
+        )
 
 
 # --------------------------------------------------------------------------- the generated text

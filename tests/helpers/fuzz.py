@@ -176,7 +176,10 @@ def _chunk_plans(rng: random.Random, text: str) -> list[str]:
 
 
 def _streamed(parser: Parser, text: str, plan: str, rng: random.Random) -> dict:
-    stream, message, at = parser.stream(), Message(), 0
+    # A continuation's deltas carry the output's text alone: folded onto the prefill, they give the message.
+    prefill = parser.continuing
+    stream, at = parser.stream(), 0
+    message = Message(prefill.content, prefill.reasoning_content) if prefill is not None else Message()
     while at < len(text):
         size = 1 if plan == "1" else rng.choice([1, 2, 3, 7, 16, 64, 512, 4096])
         for delta in stream.feed(text[at : at + size]):
@@ -196,21 +199,38 @@ def _kept_text(message: dict) -> str:
     return "\n".join(parts)
 
 
+# Each output is also read as continuing a prefilled message (continue_final_message), its content or its
+# reasoning; the prefill holds a canary of its own, which must come back too.
+PREFILL_CANARY = f"{CANARY}P"
+PREFILLS = ({"content": f"{PREFILL_CANARY} "}, {"reasoning_content": f"{PREFILL_CANARY} "})
+
+
 class Fuzzer:
     """Seeds and parsers for every corpus template with calls, built once, then any number of runs."""
 
     def __init__(self, corpus_dir: Path) -> None:
         self.pool = seeds(corpus_dir)
         self.parsers = {item.template: Parser(item.description, TOOLS) for item in self.pool}
+        self.continuing = {
+            item.template: [Parser(item.description, TOOLS, continuing=prefill) for prefill in PREFILLS]
+            for item in self.pool
+        }
         self.markers = {item.template: markers_of(item.description) for item in self.pool}
 
     def run(self, count: int, seed: int, *, large_rate: float = LARGE_RATE) -> Iterator[tuple[Seed, str, list[str]]]:
         """(seed, mutated output, its problems) for ``count`` outputs spread over every template."""
         rng = random.Random(seed)
+        other = random.Random(~seed)  # for the continuations: the outputs stay those of the seed
         for _ in range(count):
             item = rng.choice(self.pool)
             text, canaries = mutate(rng, item.text, self.markers[item.template], large_rate=large_rate)
-            yield item, text, problems(self.parsers[item.template], text, canaries, rng)
+            found = problems(self.parsers[item.template], text, canaries, rng)
+            continuing = other.choice(self.continuing[item.template])
+            found += [
+                f"continuing {continuing.continuing}: {problem}"
+                for problem in problems(continuing, text, [*canaries, PREFILL_CANARY], other)
+            ]
+            yield item, text, found
 
 
 def run(corpus_dir: Path, count: int, seed: int = 0, *, large: bool = True) -> Iterator[tuple[Seed, str, list[str]]]:

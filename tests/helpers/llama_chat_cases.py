@@ -395,8 +395,17 @@ def thinking_for(case: LlamaCase, description: FormatDescription) -> bool | None
 def run_case(case: LlamaCase, corpus_dir: Path) -> Outcome:
     description = description_of(corpus_dir / case.template)
     thinking = thinking_for(case, description)
+    # continue_final_message: the prompt ends inside the conversation's last message, which the output
+    # continues (our parser tells content from reasoning by the message, as llama.cpp's "auto" does);
     # reasoning_format none (llama.cpp's default): the reasoning stays in content, as our inline mode keeps it
-    parser = Parser(description, list(case.tools), thinking=thinking, inline_reasoning=case.reasoning_format == "none")
+    continuing = case.messages[-1] if case.continuation is not None else None
+    parser = Parser(
+        description,
+        list(case.tools),
+        thinking=thinking,
+        continuing=continuing,
+        inline_reasoning=case.reasoning_format == "none",
+    )
     if case.is_partial:  # the message so far: llama.cpp parses a partial output as one still arriving
         batch_stream = parser.stream()
         batch_stream.feed(case.input)

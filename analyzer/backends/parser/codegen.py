@@ -7,11 +7,11 @@ single-line relative imports; those lines and the ``from __future__`` ones go (o
 nothing else changes. Generation fails, naming the file, if a runtime module imports anything else
 or two of them define the same top-level name, since one namespace holds them all.
 
-Generated API: ``SHAPE``, ``TOOLS``, ``THINKING``; ``parse(text, tools=None, *, thinking=THINKING) ->
-dict`` (the message); ``StreamParser(tools=None, *, thinking=THINKING)`` with ``feed(chunk)`` and
-``finish()`` returning delta dicts and ``message``; and a command line (``python FILE.py [--stream |
---jsonl] [--tools FILE] [--thinking | --no-thinking] < output``) that prints what
-``template-analyzer parse`` prints.
+Generated API: ``SHAPE``, ``TOOLS``, ``THINKING``; ``parse(text, tools=None, *, thinking=THINKING,
+strict=False, continuing=None) -> dict`` (the message); ``StreamParser(tools=None, *, thinking=THINKING,
+strict=False, continuing=None)`` with ``feed(chunk)`` and ``finish()`` returning delta dicts and
+``message``; and a command line (``python FILE.py [--stream | --jsonl] [--tools FILE] [--thinking |
+--no-thinking] [--strict] [--continue FILE] < output``) that prints what ``template-analyzer parse`` prints.
 """
 
 from __future__ import annotations
@@ -53,10 +53,14 @@ THINKING = {thinking}
 
 class StreamParser:
     """This template's parser, fed model output in chunks of any size. ``feed`` and ``finish`` return
-    OpenAI-style deltas (dicts); ``message`` is the message so far, final after ``finish``."""
+    OpenAI-style deltas (dicts); ``message`` is the message so far, final after ``finish``.
+    ``continuing``: the partial assistant message the prompt ends inside, which the output continues
+    (``message`` is then the whole message; the deltas carry only the output's text)."""
 
-    def __init__(self, tools=None, *, thinking=THINKING, strict=False):
-        self._stream = Parser(SHAPE, TOOLS if tools is None else tools, thinking=thinking, strict=strict).stream()
+    def __init__(self, tools=None, *, thinking=THINKING, strict=False, continuing=None):
+        self._stream = Parser(
+            SHAPE, TOOLS if tools is None else tools, thinking=thinking, strict=strict, continuing=continuing
+        ).stream()
 
     def feed(self, chunk):
         return [delta.to_dict() for delta in self._stream.feed(chunk)]
@@ -69,10 +73,12 @@ class StreamParser:
         return self._stream.message.to_dict()
 
 
-def parse(text, tools=None, *, thinking=THINKING, strict=False):
+def parse(text, tools=None, *, thinking=THINKING, strict=False, continuing=None):
     """The OpenAI-style assistant message (a dict) in a whole model output; ``strict``: read only what
-    the template writes (no tolerance for what models write otherwise)."""
-    return Parser(SHAPE, TOOLS if tools is None else tools, thinking=thinking, strict=strict).parse(text).to_dict()
+    the template writes (no tolerance for what models write otherwise); ``continuing``: the partial
+    assistant message the prompt ends inside, which the output continues (the whole message is returned)."""
+    parser = Parser(SHAPE, TOOLS if tools is None else tools, thinking=thinking, strict=strict, continuing=continuing)
+    return parser.parse(text).to_dict()
 
 
 if __name__ == "__main__":
