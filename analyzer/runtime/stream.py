@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from .calls import ToolSchemas, generated_id
-from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
+from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, match_word, skip_ws
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
 from .tolerance import (
@@ -29,7 +29,9 @@ from .tolerance import (
     MARKER_WHITESPACE,
     MISSING_CLOSER,
     MISSING_OPENER,
+    REPEATED_PROMPT_MARKER,
     REPEATED_REASONING_OPENER,
+    STRAY_REASONING_MARKER,
     TOLERANCES,
     UNOPENED_REASONING,
 )
@@ -92,6 +94,8 @@ class Stream:
         self._call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
         self._opener_checked = False  # the start of reasoning (or of the output) was read for a marker
         self._reasoned = False  # some reasoning text was read
+        self._reasoned_block = False  # a reasoning block was closed
+        self._header_checked = False  # the start of the output was read for the prompt's last marker again
         self._listless = False  # a JSON list section was opened without its bracket
         self._surrogates: list[ParseError] = []
         self.message = Message()
@@ -355,6 +359,17 @@ class Stream:
             self._prefix_read = True  # once: a second copy of it is the model's text
             if isinstance(step, int):
                 self._consume(step)
+        header = self._plan.prompt_header
+        if header and not self._header_checked:
+            # The generation prompt's last marker written again (``<|CHATBOT_TOKEN|>``).
+            head = skip_ws(buf := self._buf, 0)
+            step = match_word(buf, head, header, final)
+            if step is NEED:
+                return
+            self._header_checked = True
+            if isinstance(step, int):
+                self._warn(deltas, REPEATED_PROMPT_MARKER, head)
+                self._consume(step)
         if shape.reasoning is not None and not self.strict and not self._opener_checked:
             # A reasoning closer first, with no opener: the prompt may have opened the block.
             head = skip_ws(buf := self._buf, 0)
@@ -478,6 +493,7 @@ class Stream:
     def _block_closed(self) -> None:
         """After a reasoning block: content starts anew (its leading whitespace is the markers'), unless
         reasoning is inline, where content goes on."""
+        self._reasoned_block = True
         if not self._inline:
             self._content_started = False
 
@@ -752,6 +768,14 @@ class Stream:
             # <|close|>response<|sep|><|close|>message<|sep|>): a marker, not content.
             if final or buf[len(word) :].strip():
                 self._consume(len(word))
+            return
+        if shape.reasoning and word == shape.reasoning.close[0].text and self._reasoned_block and not self.strict:
+            # A reasoning closer where no block is open, after one closed: a stray marker, not content.
+            step = match_literal(buf, 0, shape.reasoning.close, final)
+            if step is NEED:
+                return
+            self._warn(deltas, STRAY_REASONING_MARKER, 0)
+            self._consume(step if isinstance(step, int) else len(word))
             return
         # Looked like a marker but is not one: it is content.
         self._emit_content(deltas, word)
@@ -1215,6 +1239,9 @@ class _Plan:
             if trigger and not strict and trigger.wake_word != opener and opener.startswith(trigger.wake_word)
             else ""
         )
+        # The marker the generation prompt ends with (the assistant header's, ``<|CHATBOT_TOKEN|>``),
+        # which a model may write again first.
+        self.prompt_header = "" if strict else _last_marker(shape.generation_prompt)
         # A section that is a JSON list (``[TOOL_CALLS][`` ... ``]``): its closer less the bracket, for a
         # single call a model writes as an object after the special word; None where there is no such list.
         self.listless_close = (
@@ -1344,6 +1371,8 @@ class _Plan:
         watch: list[str] = []
         if shape.reasoning:
             watch.append(shape.reasoning.open[0].text)
+            if not self.strict:
+                watch.append(shape.reasoning.close[0].text)  # a stray closer, after a block
         if calls is not None:
             if calls.trigger.word:
                 watch.append(calls.trigger.word)
@@ -1396,6 +1425,16 @@ class _CallForm(NamedTuple):
             matcher_of(parts[:-closing]) if closing and not strict and closing < len(parts) else None,
             matcher_of(alt[:-alt_closing]) if alt and alt_closing and not strict and alt_closing < len(alt) else None,
         )
+
+
+def _last_marker(text: str) -> str:
+    """The marker ``text`` ends with (``<|...|>``, ``<...>``, ``[...]`` with no space inside), or ""."""
+    text = text.rstrip()
+    if not text or text[-1] not in ">]":
+        return ""
+    start = text.rfind("[" if text[-1] == "]" else "<")
+    marker = text[start:] if start != -1 else ""
+    return marker if len(marker) >= 3 and not any(ch.isspace() for ch in marker) else ""
 
 
 def _less_bracket(close: Markers) -> Markers:

@@ -40,6 +40,11 @@ REPEATED_REASONING_OPENER = "repeated_reasoning_opener"
 # before it is reasoning.
 UNOPENED_REASONING = "unopened_reasoning"
 
+# A reasoning closer where no block is open, after one closed: a stray marker, dropped.
+STRAY_REASONING_MARKER = "stray_reasoning_marker"
+# The marker the generation prompt ends with (the assistant header's) written again first.
+REPEATED_PROMPT_MARKER = "repeated_prompt_marker"
+
 TOLERANCES = {
     MARKER_WHITESPACE: "whitespace between the parts of a marker the template writes joined",
     MISSING_OPENER: "a call without an opening marker the template writes before a distinctive one",
@@ -52,4 +57,6 @@ TOLERANCES = {
     CALL_LIST: "calls as a JSON list where the template writes one object per call, or the reverse",
     REPEATED_REASONING_OPENER: "the reasoning opener written again after the prompt opened the block",
     UNOPENED_REASONING: "a reasoning closer with no opener, where the prompt may have opened the block",
+    STRAY_REASONING_MARKER: "a reasoning closer where no block is open, after one closed",
+    REPEATED_PROMPT_MARKER: "the marker the generation prompt ends with, written again first",
 }

@@ -245,6 +245,22 @@ ROWS = {
         "<|tool_call_start|>[search(query='a\\nb')]<|tool_call_end|>",
         calls=(("search", {"query": "a\\nb"}),),
     ),
+    "a stray reasoning closer after the answer (Gemma 4)": Row(
+        "google-gemma-4-31B-it",
+        "<|channel>thought\nLet me see.<channel|>Hello.<channel|>",
+        content="Hello.",
+        reasoning="Let me see.",
+        thinking=True,
+        warnings=("stray_reasoning_marker",),
+        strict=("Hello.<channel|>", (), ()),
+    ),
+    "the generation prompt's last marker again (command-r-plus)": Row(
+        "CohereForAI-c4ai-command-r-plus-tool_use",
+        "<|CHATBOT_TOKEN|>Hello.",
+        content="Hello.",
+        warnings=("repeated_prompt_marker",),
+        strict=("<|CHATBOT_TOKEN|>Hello.", (), ()),
+    ),
     # Calls separated otherwise than the template separates them.
     "calls separated by a semicolon (Qwen2.5)": Row(
         "Qwen-Qwen2.5-7B-Instruct",
