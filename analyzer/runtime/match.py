@@ -310,7 +310,8 @@ class CallMatcher:
     def json_call(
         self, part: JsonCallObject, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo
     ) -> Step:
-        complete = complete_json_at(text, skip_ws(text, i), memo)
+        i = skip_ws(text, i)  # where the object starts: what a tolerance applied is told by
+        complete = complete_json_at(text, i, memo)
         if complete == INCOMPLETE:
             return NEED if not final else Mismatch("the call ends before it is complete")
         if isinstance(complete, tuple):

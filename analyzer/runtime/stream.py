@@ -41,8 +41,10 @@ _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _A
 _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
 _FENCE = "```"
-# A markdown code fence opening a line: models wrap JSON in one where the format asks for bare JSON.
-_FENCE_OPENING = re.compile(r"```[\w-]*[ \t]*(?:\r?\n)?\s*")
+# A markdown code fence opening a line: models wrap JSON in one where the format asks for bare JSON. Only
+# a fence that says nothing or JSON is dropped: another language's (```python) is the model's content.
+_FENCE_OPENING = re.compile(r"```([\w-]*)[ \t]*(?:\r?\n)?\s*")
+_FENCE_LANGUAGES = frozenset(("", "json"))
 # The last character of a call that has no closing text of its own (a JSON or Python value's end).
 _MAY_END_A_CALL = '}])"'
 _PIECE = 4096  # the most text fed to the state machine at once
@@ -822,6 +824,8 @@ class Stream:
         rest = buf[end:]
         if not rest or (m and m.end() == len(buf)):
             return False if final else NEED
+        if m and m.group(1).lower() not in _FENCE_LANGUAGES:
+            return False
         opens_call = not self.strict and self._json_opener is not None and self._json_opener.match(buf, end) is not None
         opens_answer = self._answer_opener is not None and self._answer_opener.match(buf, end) is not None
         if (
@@ -1327,7 +1331,12 @@ class _Plan:
             [
                 word
                 for word in dict.fromkeys(
-                    (calls.trigger.word, self.call_opener, *(m.text for m in calls.section_open[:1]))
+                    (
+                        calls.trigger.word,
+                        # (a call's opener without the section's is read only where tolerated)
+                        "" if strict and calls.section_open else self.call_opener,
+                        *(m.text for m in calls.section_open[:1]),
+                    )
                 )
                 if word
             ]
