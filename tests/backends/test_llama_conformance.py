@@ -58,7 +58,7 @@ REPEATED_OPENER = (
     "llama.cpp keeps a reasoning opener written again after the prompt opened the block as reasoning text "
     "('<think>'); we read it as the opener (tolerance repeated_reasoning_opener), so reasoning is empty"
 )
-STRAY_MARKER = "a repeated reasoning opener, or a stray closer after the answer, is kept as content"
+STRAY_MARKER = "a part of the reasoning opener written twice (<|channel><|channel>thought) is kept as content"
 PROMPT_WORDS = (
     "llama.cpp counts the words the prompt writes inside the block it opens ('Here are my reasoning steps:') "
     "as reasoning; our parser reads the model's output only"
@@ -68,7 +68,6 @@ UNION_STRING = (
     "a value whose schema allows a string: llama.cpp keeps the nested markup as that string; "
     "we read the object it spells"
 )
-HEADER_REPEATED = "the output repeats the generation prompt's last marker (<|CHATBOT_TOKEN|>); we keep it as content"
 FENCED_SCHEMA = "a json_schema reply in a markdown fence: llama.cpp unwraps it; our parser is given no schema"
 GPT_RECIPIENT = "gpt-oss: a call in the analysis channel, or with its recipient after the channel, is not read"
 GPT_PREAMBLE = "gpt-oss: a commentary message with no recipient is content; we keep its channel header"
