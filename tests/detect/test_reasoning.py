@@ -187,3 +187,45 @@ def test_reasoning_under_another_key_is_unknown():
 def test_reasoning_written_with_no_markers_is_unknown():
     source = chat(HEAD + "{{ m.reasoning_content or '' }}" + CONTENT + JSON_CALLS + END)
     assert describe(source).reasoning == Unknown("reasoning is written with no markers around it")
+
+
+def test_reasoning_kept_in_history_only_while_thinking_is_on():
+    """History writes reasoning only under the thinking switch (DeepSeek-V4): found with the switch on."""
+    source = chat(
+        HEAD
+        + "{% if enable_thinking and m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}"
+        + CONTENT
+        + JSON_CALLS
+        + END,
+        prompt="<|turn|>assistant\n{% if enable_thinking %}<think>{% endif %}",
+    )
+    reasoning = reasoning_of(source)
+    assert (reasoning.open, reasoning.close, reasoning.field) == ("<think>", "</think>", "reasoning_content")
+    assert reasoning.scope == "turns while thinking is on"
+    assert reasoning.opened_when_thinking and not reasoning.forced_open
+
+
+def test_reasoning_read_as_a_content_part():
+    """A template that reads reasoning as a {"type": "thinking"} content part (Ministral-3-Reasoning)."""
+    parts = (
+        "{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}"
+        "{% if p.type == 'thinking' %}[THINK]{{ p.thinking }}[/THINK]{% else %}{{ p.text }}{% endif %}"
+        "{% endfor %}{% endif %}"
+    )
+    reasoning = reasoning_of(chat(HEAD + parts + JSON_CALLS + END))
+    assert (reasoning.open, reasoning.close) == ("[THINK]", "[/THINK]")
+    assert reasoning.field == "content[type=thinking].thinking"
+
+
+def test_content_parts_printed_as_data_are_no_reasoning():
+    """A template that prints a content list as it is (its repr) does not read reasoning from it."""
+    assert isinstance(describe(chat(HEAD + "{{ m.content }}" + JSON_CALLS + END)).reasoning, Unknown)
+
+
+def test_reasoning_stripped_from_earlier_turns_where_the_last_is_a_prefill():
+    """A prompt that opens <think>, a template that cuts reasoning out of earlier turns' content but writes
+    a last assistant message as given (a prefill): the strip is seen with a user turn after it."""
+    content = "{% if loop.last %}{{ m.content }}{% else %}{{ (m.content or '').split('</think>')[-1] }}{% endif %}"
+    reasoning = reasoning_of(chat(HEAD + content + JSON_CALLS + END, prompt="<|turn|>assistant\n<think>\n"))
+    assert (reasoning.open, reasoning.close, reasoning.field) == ("<think>\n", "</think>", "")
+    assert reasoning.forced_open
