@@ -18,11 +18,20 @@ it read right (the same calls, arguments and content); the others, and the templ
 counted and listed. Without the harness the
 figure recorded once elsewhere (22 us, llama.cpp 0c1e57098) is printed, labelled as recorded.
 
+With --baseline REV, the short round-trip outputs are also parsed by the runtime at git revision REV,
+loaded in this process beside ours (tests/helpers/baseline_runtime.py: REV's own lowering of REV's own
+golden descriptions, and REV's analyzer/runtime as a package of another name), the two taking turns
+in BASELINE_ROUNDS rounds, which goes first alternating from round to round: per template and overall,
+the median over outputs of each output's best batch parse and best one-character stream, and the
+median Parser construction, current beside baseline with the ratio; and how many outputs the two read
+differently (content, reasoning, calls' names and arguments, errors' kinds; ids and warnings aside).
+--only baseline runs that comparison alone.
+
 Targets (issue 13): per-kB time flat within 1.5x from 10 kB up, batch and streamed; one-character
 streaming at most 3x a batch parse; a short output within 2x of llama.cpp's.
 
 Usage: python3 benchmarks/parser_speed.py [--sizes 10000,100000,1000000] [--template NAME ...] [--quick]
-       [--reference BINARY]
+       [--reference BINARY] [--baseline REV [--only baseline]]
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from helpers import reference_bench
+from helpers import baseline_runtime, reference_bench
 from helpers.golden import compile_for, golden_descriptions
 from helpers.roundtrip import CASES, USER, case_outputs
 from helpers.roundtrip import TOOLS as ROUND_TRIP_TOOLS
@@ -47,15 +56,22 @@ from analyzer import corpus
 from analyzer.backends.parser import Parser
 from analyzer.description import FormatDescription
 from analyzer.errors import RenderError
+from analyzer.lower import lower
 from analyzer.render.conversation import Renderer
 from analyzer.render.engines import RenderLimits
 from analyzer.render.session import Session
+from analyzer.runtime import shape as runtime_shape
+from analyzer.runtime import stream as runtime_stream
 from analyzer.sources import load_template
 
 # Recorded once at llama.cpp 0c1e57098 on another run; printed only where the harness is not built.
 LLAMA_CPP_RECORDED_SHORT_MEDIAN_US = 22.0
 SHORT_REPEAT = 5
 SHORT_ROUNDS = 3
+# Even, so that each side goes first in as many rounds as the other.
+BASELINE_ROUNDS = 4
+# Outputs read differently by the two runtimes that a run lists (all are counted).
+BASELINE_DIFFERENCES_LISTED = 8
 TOOLS = [
     {
         "type": "function",
@@ -119,7 +135,7 @@ def best_of_each(fns: list[Callable[[], object]], repeat: int) -> list[float]:
     return times
 
 
-def streamed(parser: Parser, text: str, size: int) -> None:
+def streamed(parser: Any, text: str, size: int) -> None:  # (ours, or a baseline runtime's)
     stream = parser.stream()
     feed = stream.feed
     for at in range(0, len(text), size):
@@ -177,6 +193,14 @@ def main() -> None:
     options.add_argument("--template", action="append", help="only these corpus templates")
     options.add_argument("--quick", action="store_true", help="one repeat per figure")
     reference_bench.add_reference_option(options)
+    options.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also time the short outputs with the parser runtime at this git revision, in this process",
+    )
+    options.add_argument(
+        "--only", choices=["baseline"], help="run only this part (baseline: the comparison --baseline asks for)"
+    )
     args = options.parse_args()
     sizes = args.sizes
     repeat = 1 if args.quick else 3
@@ -186,6 +210,20 @@ def main() -> None:
     unknown = sorted(set(args.template or ()) - {d.template.name for d in descriptions})
     if unknown:
         options.error(f"--template {', '.join(unknown)}: no corpus template with calls is named so")
+    if args.only == "baseline" and args.baseline is None:
+        options.error("--only baseline: give the revision to compare with as --baseline REV")
+    baseline = None
+    if args.baseline is not None:
+        # Loaded up front (a few seconds), so that a revision that cannot serve is an error before
+        # the long parts run, not after.
+        try:
+            baseline = baseline_runtime.load(args.baseline, [d.template.name for d in descriptions])
+        except baseline_runtime.BaselineError as exc:
+            options.error(f"--baseline {exc}")
+    if args.only == "baseline":
+        assert baseline is not None
+        against_baseline(baseline, descriptions)
+        return
 
     def ROUND(n: float) -> str:
         return f"{n:8.0f}"
@@ -284,6 +322,8 @@ def main() -> None:
 
     short_outputs(args.reference)
     short_streaming()
+    if baseline is not None:
+        against_baseline(baseline, descriptions)
 
 
 def short_outputs(reference: Path | None) -> None:
@@ -442,6 +482,125 @@ def short_streaming() -> None:
     print(
         f"  templates over 3x one character at a time: {len(over)} of {len(ratios)}"
         + (f": {', '.join(over)}" if over else "")
+    )
+
+
+def against_baseline(baseline: baseline_runtime.Baseline, descriptions: list[FormatDescription]) -> None:
+    """The short round-trip outputs parsed by our runtime and by the baseline's, in turns: in each of
+    BASELINE_ROUNDS rounds every output's best of SHORT_REPEAT batch parses and one-character streams,
+    and every template's best of SHORT_REPEAT Parser constructions, on both sides (which side goes
+    first alternating from round to round), each the best over the rounds."""
+    revision = baseline.commit[:9]
+    # template -> (our parser, the baseline's, [(case, output)]); both built from a shape dict, so that
+    # the set-up compared is the same step on both sides.
+    jobs: dict[str, tuple[Callable[[], Any], Callable[[], Any], list[tuple[str, str]]]] = {}
+    skipped: list[str] = []
+    for description in descriptions:
+        name = description.template.name
+        if name not in baseline.shapes:
+            skipped.append(f"{name} ({baseline.failed.get(name, f'no golden/{name}.json at {revision}')[:100]})")
+            continue
+        ours_shape = runtime_shape.shape_from_dict(runtime_shape.shape_to_dict(lower(description)))
+        their_shape = baseline.shape(name)
+        jobs[name] = (
+            partial(runtime_stream.Parser, ours_shape, ROUND_TRIP_TOOLS),
+            partial(baseline.parser, their_shape, ROUND_TRIP_TOOLS),
+            list(case_outputs(description, compile_for(description, corpus.fetch()), CASES)),
+        )
+    parsers = {name: (make_ours(), make_theirs()) for name, (make_ours, make_theirs, _) in jobs.items()}
+    differ: list[str] = []
+    agree: dict[str, list[bool]] = {}
+    for name, (_, _, cases) in jobs.items():
+        ours, theirs = parsers[name]
+        agree[name] = []
+        for case, text in cases:  # (also the warm-up of both sides)
+            different = baseline_runtime.difference(ours.parse(text), theirs.parse(text))
+            agree[name].append(different is None)
+            if different is not None:
+                differ.append(f"{name} / {case}: {different}")
+    inf = float("inf")
+    # template -> per output [ours, theirs] best batch parse, and best one-character stream, in us
+    batch = {name: [[inf, inf] for _ in cases] for name, (_, _, cases) in jobs.items()}
+    char = {name: [[inf, inf] for _ in cases] for name, (_, _, cases) in jobs.items()}
+    setup = {name: [inf, inf] for name in jobs}
+    for round_ in range(BASELINE_ROUNDS):
+        order = (0, 1) if round_ % 2 == 0 else (1, 0)
+        for name, (make_ours, make_theirs, cases) in jobs.items():
+            pair = parsers[name]
+            timed = best_of_each([(make_ours, make_theirs)[side] for side in order], SHORT_REPEAT)
+            for side, us in zip(order, timed, strict=True):
+                setup[name][side] = min(setup[name][side], us * 1e6)
+            for k, (_, text) in enumerate(cases):
+                for way, into in ((partial(_parsed, text=text), batch), (partial(streamed, text=text, size=1), char)):
+                    timed = best_of_each([partial(way, pair[side]) for side in order], SHORT_REPEAT)
+                    for side, us in zip(order, timed, strict=True):
+                        into[name][k][side] = min(into[name][k][side], us * 1e6)
+
+    total = sum(len(cases) for _, _, cases in jobs.values())
+    print(
+        f"\nshort outputs against the runtime at {revision}, loaded in this process: {total} round-trip "
+        f"outputs over {len(jobs)} templates; us, each output's best of {SHORT_REPEAT} in each of "
+        f"{BASELINE_ROUNDS} rounds (the sides taking turns, which goes first alternating), median over a "
+        "template's outputs; set-up: the best Parser construction"
+    )
+    print(
+        f"{'template':44} {'outputs':>7} {'batch':>7} {'base':>7} {'ratio':>6} {'1-char':>7} {'base':>7} "
+        f"{'ratio':>6} {'set-up':>7} {'base':>7} {'ratio':>6} {'differ':>6}"
+    )
+
+    def cells(pairs: list[list[float]]) -> str:
+        ours, theirs = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+        return f"{ours:7.0f} {theirs:7.0f} {ours / theirs:5.2f}x"
+
+    for name, (_, _, cases) in jobs.items():
+        if not cases:
+            print(f"{name:44} {0:7} (no round-trip output)")
+            continue
+        print(
+            f"{name:44} {len(cases):7} {cells(batch[name])} {cells(char[name])} {cells([setup[name]])} "
+            f"{agree[name].count(False):6}",
+            flush=True,
+        )
+    every_batch = [p for pairs in batch.values() for p in pairs]
+    every_char = [p for pairs in char.values() for p in pairs]
+    agreeing = [
+        (b, c) for name in jobs for b, c, same in zip(batch[name], char[name], agree[name], strict=True) if same
+    ]
+    print(f"overall, median over the {len(every_batch)} outputs (ratio: current / baseline):")
+    for label, pairs in (("batch parse", every_batch), ("one character at a time", every_char)):
+        if pairs:
+            print(f"  {label:24} {_overall(pairs)}")
+    if differ and agreeing:
+        print(f"  over the {len(agreeing)} outputs both read alike:")
+        print(f"  {'batch parse':24} {_overall([b for b, _ in agreeing])}")
+        print(f"  {'one character at a time':24} {_overall([c for _, c in agreeing])}")
+    if setup:
+        print(f"  {'set-up (Parser())':24} {_overall(list(setup.values()), 'template')}")
+    print(
+        f"outputs the two read differently (content, reasoning, calls' names and arguments, errors' kinds; ids "
+        f"and warnings aside): {len(differ)} of {total}" + (":" if differ else "")
+    )
+    for line in differ[:BASELINE_DIFFERENCES_LISTED]:
+        print(f"  {line}")
+    if len(differ) > BASELINE_DIFFERENCES_LISTED:
+        print(f"  ... and {len(differ) - BASELINE_DIFFERENCES_LISTED} more")
+    if skipped:
+        print(f"templates the baseline has no shape for, left out: {len(skipped)}")
+        for line in skipped:
+            print(f"  {line}")
+
+
+def _parsed(parser: Any, text: str) -> None:
+    parser.parse(text)
+
+
+def _overall(pairs: list[list[float]], each: str = "output") -> str:
+    """Current and baseline medians, their ratio, and the median of the ratios item by item."""
+    ours, theirs = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+    ratio = statistics.median(p[0] / p[1] for p in pairs)
+    return (
+        f"current {ours:7.1f} us, baseline {theirs:7.1f} us, {ours / theirs:5.2f}x "
+        f"(median per-{each} ratio {ratio:.2f}x)"
     )
 
 
