@@ -267,15 +267,22 @@ def render(
     template: str, messages: JsonList, tools: JsonList | None, generation_prompt: bool, engine: str, variant: str | None
 ) -> None:
     """Print the prompt TEMPLATE renders for a conversation."""
-    from analyzer.render.conversation import check_conversation
+    from analyzer.analysis import analyze as analyze_template
+    from analyzer.render.conversation import check_conversation, content_as_taken
     from analyzer.render.engines import compile_template
     from analyzer.sources import load_template
 
+    loaded = load_template(template, variant=variant)
     try:
         conversation = check_conversation(messages.items, empty=True)
+        if any(isinstance(message.get("content"), list) for message in conversation):
+            # Content parts go as they are only to a template the analysis saw read them; the others
+            # get their text, as export and serve give it.
+            parts = analyze_template(loaded, engine=engine).capabilities.content_parts.status == "yes"
+            conversation = [content_as_taken(m, n, parts=parts) for n, m in enumerate(conversation, 1)]
     except ConversationError as exc:
         raise ConversationError(f"{messages.path}: {exc.message}") from None
-    compiled = compile_template(load_template(template, variant=variant), engine)
+    compiled = compile_template(loaded, engine)
     text = compiled.render(conversation, tools=tools.items if tools else None, add_generation_prompt=generation_prompt)
     click.echo(text, nl=False)
 
