@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import secrets
 import time
 import urllib.error
 import urllib.parse
@@ -31,10 +32,18 @@ from analyzer.backends.parser import Parser
 from analyzer.backends.prompted import prompted
 from analyzer.choices import DEFAULT_N_PREDICT, TOOL_FORMATS
 from analyzer.description import FormatDescription
-from analyzer.errors import InputError, ServerRefused, ServerReplyError, ServerTimeout, ServerUnreachable
+from analyzer.errors import (
+    ConversationError,
+    InputError,
+    ServerRefused,
+    ServerReplyError,
+    ServerTimeout,
+    ServerUnreachable,
+)
 from analyzer.lower import lower
-from analyzer.render.conversation import Renderer, check_conversation
+from analyzer.render.conversation import Renderer, Spelling, check_conversation, non_text_part
 from analyzer.render.engines import DEFAULT_BOS
+from analyzer.runtime.call_forms import IdForm
 from analyzer.runtime.message import Delta, Message
 from analyzer.template import Template
 
@@ -88,6 +97,13 @@ def prepare(
     template: Template, description: FormatDescription, request: ChatRequest, *, engine: str | None = None
 ) -> Completion:
     tool_format, notes = tool_format_for(description, request)
+    messages = check_conversation(request.messages)
+    where = non_text_part(messages)
+    if where is not None and (tool_format != "native" or Spelling.from_description(description).content_parts):
+        # A template that does not read parts says so itself when the conversation is spelled for it.
+        raise ConversationError(
+            f"{where}: llama-server's /completion is sent a text prompt, so only text parts are served"
+        )
     if tool_format != "native":
         if not request.tools:
             raise InputError(f"the prompted {tool_format} format needs tools")
@@ -118,7 +134,7 @@ def prepare(
         value = request.template_kwargs[renderer.switch.variable]
         thinking = True if value == renderer.switch.on else False if value == renderer.switch.off else None
     rendered = renderer.render(
-        check_conversation(request.messages),
+        messages,
         tools=request.tools or None,
         generation_prompt=True,
         thinking=thinking,
@@ -249,15 +265,43 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+_ID_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+class FreshIds:
+    """A fresh random id of ``form`` (the one the template takes: OpenAI's ``call_...``, Mistral's nine
+    letters and digits) for each call of one reply, made the first time the call is seen, so that a
+    stream's deltas and its folded message carry the same one.
+
+    Neither the parser's own ids nor the model's are kept: the parser makes an id from the call's
+    text (a parse of the same output reads the same), and a model that writes ids writes the same
+    ones for the same prompt and seed, so both repeat whenever a call does, across turns and
+    requests, and clients that key calls by id take two such calls for one."""
+
+    def __init__(self, form: IdForm) -> None:
+        self.form = form
+        self._ids: dict[int, str] = {}
+
+    def __call__(self, index: int) -> str:
+        if index not in self._ids:
+            letters = "".join(secrets.choice(_ID_LETTERS) for _ in range(self.form.generated_length))
+            self._ids[index] = self.form.prefix + letters
+        return self._ids[index]
+
+
 def chat_completion(completion: Completion, reply: dict[str, Any], *, model: str = "") -> dict[str, Any]:
     """The OpenAI ``chat.completion`` our parser makes of a /completion reply (see ``read_reply``)."""
     message = completion.parser.parse(reply["content"])
+    fields = message.to_dict()
+    ids = FreshIds(completion.parser.shape.id_form)
+    for index, call in enumerate(fields.get("tool_calls", [])):
+        call["id"] = ids(index)
     return {
         "id": "chatcmpl-" + uuid.uuid4().hex,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model or str(reply.get("model", "")),
-        "choices": [{"index": 0, "message": message.to_dict(), "finish_reason": _finish_reason(reply, message)}],
+        "choices": [{"index": 0, "message": fields, "finish_reason": _finish_reason(reply, message)}],
         "usage": _usage(reply),
     }
 
@@ -281,6 +325,7 @@ class ChunkStream:
         self.model = model
         self.include_usage = include_usage
         self.session = completion.parser.stream()
+        self.ids = FreshIds(completion.parser.shape.id_form)
         self.last: dict[str, Any] = {}
         self.ended = False
         self._opened = False
@@ -326,6 +371,9 @@ class ChunkStream:
                 self._errors.append(fields.pop("error"))
                 if not fields:
                     continue
+            for call in fields.get("tool_calls", []):
+                if "id" in call:
+                    call["id"] = self.ids(call["index"])
             if not self._opened:
                 self._opened = True
                 fields = {"role": "assistant", "content": None, **fields}
