@@ -32,7 +32,7 @@ from analyzer.description import (
     Unknown,
 )
 from analyzer.detect.calls import detect_calls
-from analyzer.detect.forms import probe
+from analyzer.detect.forms import content_parts, probe
 from analyzer.detect.reasoning import detect_reasoning
 from analyzer.detect.results import detect_results
 from analyzer.detect.thinking import UNRENDERABLE, thinking_switch
@@ -121,6 +121,7 @@ def analyze(
         string_arguments=found.string_arguments,
         content_none=found.content_none,
         thinking_toggle=_thinking_capability(session, reasoning),
+        content_parts=content_parts(session),
     )
     return FormatDescription(
         schema_version=SCHEMA_VERSION,

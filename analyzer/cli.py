@@ -279,15 +279,22 @@ def render(
     template: str, messages: JsonList, tools: JsonList | None, generation_prompt: bool, engine: str, variant: str | None
 ) -> None:
     """Print the prompt TEMPLATE renders for a conversation."""
-    from analyzer.render.conversation import check_conversation
+    from analyzer.analysis import analyze as analyze_template
+    from analyzer.render.conversation import check_conversation, content_as_taken
     from analyzer.render.engines import compile_template
     from analyzer.sources import load_template
 
+    loaded = load_template(template, variant=variant)
     try:
         conversation = check_conversation(messages.items, empty=True)
+        if any(isinstance(message.get("content"), list) for message in conversation):
+            # Content parts go as they are only to a template the analysis saw read them; the others
+            # get their text, as export and serve give it.
+            parts = analyze_template(loaded, engine=engine).capabilities.content_parts.status == "yes"
+            conversation = [content_as_taken(m, n, parts=parts) for n, m in enumerate(conversation, 1)]
     except ConversationError as exc:
         raise ConversationError(f"{messages.path}: {exc.message}") from None
-    compiled = compile_template(load_template(template, variant=variant), engine)
+    compiled = compile_template(loaded, engine)
     text = compiled.render(conversation, tools=tools.items if tools else None, add_generation_prompt=generation_prompt)
     click.echo(text, nl=False)
 
@@ -308,6 +315,12 @@ def render(
     "recorded in the message's warnings.",
 )
 @click.option(
+    "--inline-reasoning",
+    is_flag=True,
+    help="Leave reasoning in content, its markers as written and the opener the prompt wrote first "
+    "(llama-server's --reasoning-format none), instead of reasoning_content.",
+)
+@click.option(
     "--continue",
     "continuing",
     metavar="FILE",
@@ -324,6 +337,7 @@ def parse(
     jsonl: bool,
     thinking: bool | None,
     strict: bool,
+    inline_reasoning: bool,
     continuing: str | None,
     engine: str,
     variant: str | None,
@@ -341,7 +355,14 @@ def parse(
     except PrefillError as exc:
         raise InputError(str(exc)) from None
     description = _analysed(template, variant, engine)[1]
-    parser = Parser(description, _items(tools), thinking=thinking, strict=strict, continuing=prefill)
+    parser = Parser(
+        description,
+        _items(tools),
+        thinking=thinking,
+        strict=strict,
+        inline_reasoning=inline_reasoning,
+        continuing=prefill,
+    )
     source = sys.stdin.buffer  # click.get_binary_stream is deprecated since click 8.5
     if stream:
         parse_command.parse_stream(parser, source, lambda line: click.echo(line))
@@ -532,6 +553,46 @@ def export(
     help="As for export: the template's own call format, or the prompted json/fenced format.",
 )
 @click.option(
+    "--api-key",
+    envvar="TEMPLATE_ANALYZER_API_KEY",
+    default=None,
+    help="Serve only clients that send 'Authorization: Bearer KEY' (/health stays open). "
+    "Also read from $TEMPLATE_ANALYZER_API_KEY.",
+)
+@click.option(
+    "--upstream-api-key",
+    envvar="TEMPLATE_ANALYZER_UPSTREAM_API_KEY",
+    default=None,
+    help="The key of a llama-server started with --api-key, sent to it as 'Authorization: Bearer KEY'. "
+    "Also read from $TEMPLATE_ANALYZER_UPSTREAM_API_KEY.",
+)
+@click.option(
+    "--served-model-name",
+    default=None,
+    help="The model name /v1/models lists and every reply and chunk carries "
+    "(default: the upstream's list, and the model each request names).",
+)
+@click.option(
+    "--allowed-origins",
+    multiple=True,
+    help="Origins browsers may call from (CORS), comma-separated or repeated; '*' for any. Default: none.",
+)
+@click.option(
+    "--default-chat-template-kwargs",
+    "template_kwargs",
+    default=None,
+    help="Template variables (a JSON object, e.g. '{\"enable_thinking\": false}') every request gets; "
+    "a request's own chat_template_kwargs win.",
+)
+@click.option(
+    "--reasoning-budget",
+    type=click.IntRange(min=-1),
+    default=-1,
+    show_default=True,
+    help="Tokens of reasoning before serve closes the block and generation goes on under the call grammar "
+    "(-1: no limit); a request's thinking_token_budget overrides it.",
+)
+@click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
 )
 @engine_option
@@ -543,6 +604,12 @@ def serve(
     port: int,
     timeout: float,
     tool_format: str,
+    api_key: str | None,
+    upstream_api_key: str | None,
+    served_model_name: str | None,
+    allowed_origins: tuple[str, ...],
+    template_kwargs: str | None,
+    reasoning_budget: int,
     log_level: str,
     engine: str,
     variant: str | None,
@@ -558,9 +625,56 @@ def serve(
     from analyzer.llama_server import server_url
 
     base = server_url(upstream)
+    origins = tuple(origin.strip() for given in allowed_origins for origin in given.split(",") if origin.strip())
+    defaults = _template_defaults(template_kwargs)
+    for name, value in (("--api-key", api_key), ("--upstream-api-key", upstream_api_key)):
+        if value is not None and not value.strip():
+            raise InputError(f"{name}: the key is empty")
+    if served_model_name is not None and not served_model_name.strip():
+        raise InputError("--served-model-name: the name is empty")
     loaded, description = _analysed(template, variant, engine)
-    config = serve_lib.ServeConfig(loaded, description, base, engine=engine, tool_format=tool_format, timeout=timeout)
+    variables = sorted(set(defaults) - {"enable_thinking"})
+    prompted_format = tool_format in ("json", "fenced") or (tool_format == "auto" and description.format == "none")
+    if variables and prompted_format:
+        raise InputError(
+            f"--default-chat-template-kwargs: template variables ({', '.join(variables)}) cannot be set with the "
+            "prompted format this template's tool requests get"
+        )
+    config = serve_lib.ServeConfig(
+        loaded,
+        description,
+        base,
+        engine=engine,
+        tool_format=tool_format,
+        timeout=timeout,
+        api_key=api_key,
+        upstream_api_key=upstream_api_key,
+        served_model_name=served_model_name,
+        allowed_origins=origins,
+        default_template_kwargs=defaults,
+        reasoning_budget=reasoning_budget,
+    )
     serve_lib.run(config, host, port, log_level=log_level, announce=lambda line: click.echo(line, err=True))
+
+
+def _template_defaults(text: str | None) -> dict[str, Any]:
+    """``--default-chat-template-kwargs``: a JSON object of template variables, checked as a request's
+    ``chat_template_kwargs`` is."""
+    from analyzer.chat_api import template_kwargs_of
+
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--default-chat-template-kwargs: not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InputError("--default-chat-template-kwargs: must be a JSON object of template variables")
+    try:
+        template_kwargs_of(value)
+    except InputError as exc:
+        raise InputError(f"--default-chat-template-kwargs{exc.message.removeprefix('chat_template_kwargs')}") from None
+    return value
 
 
 @cli.command("prompted")

@@ -286,6 +286,9 @@ class Capabilities:
     string_arguments: Capability
     content_none: Capability
     thinking_toggle: Capability
+    # Content given as a list of text parts (OpenAI clients' habit) read as the same text as a string.
+    # Its default stands for descriptions written before it was probed: such content is then joined.
+    content_parts: Capability = field(default=Capability("unknown", "not probed"))
 
 
 @dataclass(frozen=True, slots=True)

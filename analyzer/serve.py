@@ -12,6 +12,14 @@ reply, 504 when it does not answer in time. Once a stream has started its status
 failure after that is an error event, as OpenAI's own streams carry them. A client that goes away
 cancels its upstream request (the connection to llama-server is closed, which stops the generation).
 
+With ``api_key`` every endpoint but ``/health`` wants ``Authorization: Bearer KEY`` and answers
+OpenAI's 401 error object without it; ``upstream_api_key`` is sent to llama-server the same way.
+``allowed_origins`` turns CORS on (preflight requests included) for browser clients. A reasoning
+budget (``reasoning_budget``, or a request's ``thinking_token_budget``) is kept by stopping the
+generation once the model has reasoned that long and asking again with the block closed: see
+``llama_server.ReasoningBudget``; such a request is always streamed from the upstream, so that it
+can be stopped at the budget.
+
 The app is starlette (ASGI) run by uvicorn, with one httpx client for the upstream; a request's state
 lives in its own handler call, so requests run concurrently and share nothing but the connection pool.
 Rendering and grammar building are CPU work: they run in a worker thread, off the event loop.
@@ -24,18 +32,24 @@ import contextlib
 import functools
 import json
 import logging
+import secrets
 import socket
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import httpx
 import uvicorn
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from analyzer.chat_api import ChatCall, read_chat_request
 from analyzer.description import FormatDescription
@@ -48,7 +62,15 @@ from analyzer.errors import (
     ServerTimeout,
     ServerUnreachable,
 )
-from analyzer.llama_server import ChunkStream, Completion, chat_completion, error_text, prepare, read_reply
+from analyzer.llama_server import (
+    NO_BUDGET,
+    ChunkStream,
+    Completion,
+    chat_completion,
+    error_text,
+    prepare,
+    read_reply,
+)
 from analyzer.template import Template
 
 DEFAULT_TIMEOUT = 600.0
@@ -59,7 +81,14 @@ log = logging.getLogger("template_analyzer.serve")
 class ServeConfig:
     """What every request is served with. ``upstream``: llama-server's base URL (see
     ``llama_server.server_url``); ``timeout``: seconds allowed to connect to it, and between two
-    parts of its reply (a long generation that keeps streaming is never cut)."""
+    parts of its reply (a long generation that keeps streaming is never cut). ``api_key``: the key
+    clients must send (None: any client is served); ``upstream_api_key``: the key sent to the
+    upstream; ``served_model_name``: the model ``/v1/models`` lists and every reply names (None:
+    the upstream's list, and the model each request names, else the template's name);
+    ``allowed_origins``: the origins browsers may call from ("*": any; none: no CORS headers);
+    ``default_template_kwargs``: template variables a request's own ``chat_template_kwargs`` add to
+    or override; ``reasoning_budget``: tokens of reasoning a request gets unless it says otherwise
+    (-1: no limit)."""
 
     template: Template
     description: FormatDescription
@@ -67,6 +96,12 @@ class ServeConfig:
     engine: str | None = None
     tool_format: str = "auto"
     timeout: float = DEFAULT_TIMEOUT
+    api_key: str | None = None
+    upstream_api_key: str | None = None
+    served_model_name: str | None = None
+    allowed_origins: tuple[str, ...] = ()
+    default_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    reasoning_budget: int = NO_BUDGET
 
 
 # --------------------------------------------------------------------------- errors as OpenAI's objects
@@ -100,6 +135,40 @@ def _failure_response(exc: AnalyzerError) -> JSONResponse:
     return error_response(status, exc.message, code=code)
 
 
+class _KeyCheck:
+    """The API key check in front of the app: a request without ``Authorization: Bearer KEY`` (or
+    ``x-api-key: KEY``) gets OpenAI's 401 error object. ``/health`` stays open, for load balancers and
+    supervisors, and so do CORS preflight requests, which browsers send without credentials."""
+
+    def __init__(self, app: ASGIApp, key: str) -> None:
+        self.app = app
+        self.key = key.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == "/health" or scope["method"] == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        given = headers.get("x-api-key")
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            given = token.strip()
+        if given is not None and secrets.compare_digest(given.encode(), self.key):
+            await self.app(scope, receive, send)
+            return
+        message = (
+            "no API key: send it as 'Authorization: Bearer KEY'"
+            if given is None
+            else "the API key is not this server's (--api-key)"
+        )
+        response = JSONResponse(
+            error_body(message, "invalid_request_error", code="invalid_api_key"),
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)
+
+
 async def _unexpected(request: Request, exc: Exception) -> Response:
     # The traceback goes to the server's log (uvicorn prints it); the client gets one line.
     return error_response(500, f"internal error: {type(exc).__name__}: {exc}", code="internal_error")
@@ -124,6 +193,7 @@ class _Service:
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
+        self.started = int(time.time())
         self._client: httpx.AsyncClient | None = None
 
     @contextlib.asynccontextmanager
@@ -134,7 +204,9 @@ class _Service:
         # pool starve every request beyond them. Closed after each reply, the extra requests wait in
         # its accept queue and are served in turn.
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
-        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+        key = self.config.upstream_api_key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers) as client:
             self._client = client
             yield
         self._client = None
@@ -174,6 +246,10 @@ class _Service:
         return JSONResponse({"status": "ok", "template": self.config.template.name, "upstream": self.config.upstream})
 
     async def models(self, request: Request) -> Response:
+        name = self.config.served_model_name
+        if name:
+            model = {"id": name, "object": "model", "created": self.started, "owned_by": "template-analyzer"}
+            return JSONResponse({"object": "list", "data": [model]})
         response = await self._get_upstream("/v1/models", timeout_status=504, down_status=502)
         if isinstance(response, Response):
             return response
@@ -189,21 +265,27 @@ class _Service:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return error_response(400, f"the request body is not JSON: {exc}")
+        config = self.config
         try:
-            call = read_chat_request(body, tool_format=self.config.tool_format)
+            call = read_chat_request(
+                body,
+                tool_format=config.tool_format,
+                default_template_kwargs=config.default_template_kwargs,
+                reasoning_budget=config.reasoning_budget,
+            )
             completion = await anyio.to_thread.run_sync(
-                functools.partial(
-                    prepare, self.config.template, self.config.description, call.request, engine=self.config.engine
-                )
+                functools.partial(prepare, config.template, config.description, call.request, engine=config.engine)
             )
         except AnalyzerError as exc:
             # Everything here depends only on the request and the one template: the client's to fix,
             # and the message is the template's own when it refuses the conversation.
             return error_response(400, exc.message, param=exc.param if isinstance(exc, RequestError) else None)
+        # The name every reply carries, chunks included, from the first.
+        model = config.served_model_name or call.model or config.template.name
         try:
             if call.stream:
-                return await self._stream(call, completion)
-            return await self._complete(request, call, completion)
+                return await self._stream(call, completion, model)
+            return await self._complete(request, completion, model)
         except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
             return _failure_response(exc)
 
@@ -229,19 +311,26 @@ class _Service:
             raise ServerRefused(f"{target}: HTTP {response.status_code}: {message}", status=response.status_code)
         return response
 
-    async def _fetch(self, call: ChatCall, completion: Completion) -> dict[str, Any]:
+    async def _fetch(self, completion: Completion, model: str) -> dict[str, Any]:
+        if completion.budget is not None:
+            # Read as a stream all the same: the generation must be stopped where the budget runs out.
+            chunks = ChunkStream(self.completion_url, completion, model=model)
+            response = await self._open(_streamed(_first_body(completion)))
+            async for _chunk in self._generate(response, completion, chunks):
+                pass
+            return chunks.completion()
         response = await self._open({**completion.body, "stream": False})
         try:
             with _reading(self.completion_url, self.config.timeout):
                 data = await response.aread()
         finally:
             await response.aclose()
-        return chat_completion(completion, read_reply(self.completion_url, data), model=call.model)
+        return chat_completion(completion, read_reply(self.completion_url, data), model=model)
 
-    async def _complete(self, request: Request, call: ChatCall, completion: Completion) -> Response:
+    async def _complete(self, request: Request, completion: Completion, model: str) -> Response:
         """The whole reply, unless the client goes away first: then the upstream request is cancelled
         (its connection closed) and nobody is answered."""
-        work = asyncio.ensure_future(self._fetch(call, completion))
+        work = asyncio.ensure_future(self._fetch(completion, model))
         gone = asyncio.ensure_future(_disconnected(request))
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -254,36 +343,89 @@ class _Service:
             return Response(status_code=499)
         return JSONResponse(work.result())
 
-    async def _stream(self, call: ChatCall, completion: Completion) -> Response:
+    async def _stream(self, call: ChatCall, completion: Completion, model: str) -> Response:
         # The upstream is asked before answering, so that its failure still gets its own status.
-        response = await self._open({**completion.body, "stream": True})
-        chunks = ChunkStream(self.completion_url, completion, model=call.model, include_usage=call.include_usage)
+        response = await self._open(_streamed(_first_body(completion)))
+        chunks = ChunkStream(self.completion_url, completion, model=model, include_usage=call.include_usage)
         return StreamingResponse(
-            self._events(response, chunks),
+            self._events(response, completion, chunks),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    async def _events(self, response: httpx.Response, chunks: ChunkStream) -> AsyncIterator[str]:
-        """The chunks as server-sent events, then ``[DONE]``; a failure on the way is an error event.
-        Cancelled (the client went away), the upstream connection is closed all the same."""
+    async def _events(
+        self, response: httpx.Response, completion: Completion, chunks: ChunkStream
+    ) -> AsyncIterator[str]:
+        """The chunks as server-sent events, then ``[DONE]``; a failure on the way is an error event."""
         try:
-            with _reading(self.completion_url, self.config.timeout):
-                async for line in response.aiter_lines():
-                    for chunk in chunks.line(line):
-                        yield _event(chunk)
-                    if chunks.ended:
-                        break
-            for chunk in chunks.closing():
+            async for chunk in self._generate(response, completion, chunks):
                 yield _event(chunk)
         except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
             _, code = upstream_failure(exc)
             yield _event(error_body(exc.message, "server_error", code=code))
             return
+        yield "data: [DONE]\n\n"
+
+    async def _generate(
+        self, response: httpx.Response, completion: Completion, chunks: ChunkStream
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The chunks of the upstream's streamed reply (``response``, open, to ``_first_body``), then
+        the closing ones. Where the reasoning budget runs out inside the block, the request is stopped,
+        the block's close is read into the reply, and the request that goes on from there is streamed
+        in turn. Cancelled (the client went away), the upstream connection is closed all the same."""
+        budget = completion.budget
+        body = _first_body(completion)
+        if budget is not None and body is not completion.body:  # a budget of 0 the prompt's block starts with
+            for chunk in chunks.go_on(budget.closing("")):
+                yield chunk
+            budget = None
+        limit = completion.body.get("n_predict", NO_BUDGET)
+        try:
+            while True:
+                cut = False
+                with _reading(self.completion_url, self.config.timeout):
+                    async for line in response.aiter_lines():
+                        for chunk in chunks.line(line):
+                            yield chunk
+                        if chunks.ended:
+                            break
+                        if (
+                            budget is not None
+                            and (limit < 0 or chunks.tokens < limit)
+                            and budget.spent(chunks.text, chunks.tokens)
+                        ):
+                            cut = True
+                            break
+                if not cut or budget is None:
+                    break
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()  # stops the generation: the budget is spent
+                log.info(
+                    "reasoning budget of %d tokens spent: the block is closed and the request goes on", budget.tokens
+                )
+                text, spent = chunks.text, chunks.tokens
+                for chunk in chunks.go_on(budget.closing(text)):
+                    yield chunk
+                response = await self._open(_streamed(budget.continuation(body, text, spent)))
+                budget = None
+            for chunk in chunks.closing():
+                yield chunk
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
-        yield "data: [DONE]\n\n"
+
+
+def _first_body(completion: Completion) -> dict[str, Any]:
+    """The body of a reply's first request: the completion's, or where a budget of 0 meets a block the
+    prompt opened, the one that starts with the block closed."""
+    budget = completion.budget
+    if budget is not None and budget.tokens == 0 and budget.opened_by_prompt:
+        return budget.continuation(completion.body, "", 0)
+    return completion.body
+
+
+def _streamed(body: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "stream": True}
 
 
 async def _disconnected(request: Request) -> None:
@@ -303,12 +445,27 @@ def _event(data: dict[str, Any]) -> str:
 
 def create_app(config: ServeConfig) -> Starlette:
     service = _Service(config)
+    middleware = []
+    if config.allowed_origins:
+        # Outermost, so that preflight requests are answered before the key check, and every answer
+        # (a 401 too) carries the headers a browser needs to read it.
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(config.allowed_origins),
+                allow_methods=["GET", "POST", "OPTIONS"],
+                allow_headers=["*"],
+            )
+        )
+    if config.api_key:
+        middleware.append(Middleware(_KeyCheck, key=config.api_key))
     return Starlette(
         routes=[
             Route("/v1/chat/completions", service.chat, methods=["POST"]),
             Route("/v1/models", service.models, methods=["GET"]),
             Route("/health", service.health, methods=["GET"]),
         ],
+        middleware=middleware,
         exception_handlers={Exception: _unexpected},
         lifespan=service.lifespan,
     )
@@ -343,6 +500,15 @@ def server(config: ServeConfig, *, log_level: str = "info") -> uvicorn.Server:
     )
 
 
+def tool_calls_label(description_format: str, tool_format: str) -> str:
+    """How a server's tool calls are written, for its start-up line."""
+    if tool_format in ("json", "fenced"):
+        return f"prompted {tool_format} tool calls"
+    if description_format == "none":
+        return "no tool format of its own: prompted json tool calls"
+    return f"{description_format} tool calls"
+
+
 def run(
     config: ServeConfig, host: str, port: int, *, log_level: str = "info", announce: Callable[[str], None] = print
 ) -> None:
@@ -351,7 +517,7 @@ def run(
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     announce(
-        f"serving {config.template.name} ({config.description.format} tool calls) at "
+        f"serving {config.template.name} ({tool_calls_label(config.description.format, config.tool_format)}) at "
         f"http://{shown}:{bound_port}/v1 in front of {config.upstream}"
     )
     server(config, log_level=log_level).run(sockets=[sock])

@@ -351,3 +351,20 @@ def test_analyze_loads_only_what_the_analysis_needs(corpus_dir) -> None:
         "analyzer.runtime.call_forms",
         "analyzer.runtime.nodes",
     ]
+
+
+def test_render_gives_content_parts_as_the_template_takes_them(tmp_path, corpus_dir):
+    """Llama 3.1 writes a list as its Python text: render gives it the parts' text, the same prompt as strings."""
+    template = str(corpus_dir / "meta-llama-Llama-3.1-8B-Instruct.jinja")
+    prompts = []
+    for content in ("What is the weather?", [{"type": "text", "text": "What is the weather?"}]):
+        messages = tmp_path / "m.json"
+        messages.write_text(json.dumps([{"role": "user", "content": content}]), encoding="utf-8")
+        code, out, err = run(["render", template, "--messages", str(messages)])
+        assert code == 0, err
+        prompts.append(out)
+    assert prompts[0] == prompts[1] and "'type'" not in prompts[1]
+    messages.write_text(json.dumps([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]))
+    code, _, err = run(["render", template, "--messages", str(messages)])
+    assert code == 2 and err.startswith(f"Error: {messages}: message 1, content part 1: an image_url part: ")
+    assert err.count("\n") == 1

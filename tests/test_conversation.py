@@ -10,7 +10,7 @@ import pytest
 
 from analyzer.analysis import analyze
 from analyzer.errors import ConversationError, RenderError
-from analyzer.render.conversation import Failed, Renderer, Spelling
+from analyzer.render.conversation import Failed, Renderer, Spelling, check_conversation, non_text_part
 from analyzer.sources import load_template
 
 CALLED = [
@@ -140,3 +140,58 @@ def test_the_mutable_fallback_is_kept(corpus_dir: Path) -> None:
     description = analyze(template)
     assert description.template.engine == "jinja2-mutable"
     assert Renderer.for_template(template, description, engine="minijinja").engine == "jinja2-mutable"
+
+
+# --------------------------------------------------------------------------- content given as parts
+
+PARTS = [
+    {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+    {"role": "user", "content": [{"type": "text", "text": "What is"}, {"type": "text", "text": "the weather?"}]},
+]
+
+
+def test_parts_become_their_text_for_a_template_that_does_not_read_them() -> None:
+    spelled = Spelling().spell(PARTS)
+    assert [m["content"] for m in spelled] == ["Be brief.", "What is\nthe weather?"]  # joined as llama-server does
+    assert Spelling(content_parts=True).spell(PARTS) == PARTS  # a template that reads parts gets them as sent
+    assert isinstance(PARTS[1]["content"], list)  # the caller's messages are not changed
+
+
+def test_a_part_a_text_only_template_cannot_render_is_an_error_naming_it() -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    messages = [PARTS[0], {"role": "user", "content": [{"type": "text", "text": "Look:"}, image]}]
+    with pytest.raises(ConversationError, match=r"^message 2, content part 2: an image_url part: the template takes"):
+        Spelling().spell(messages)
+    assert non_text_part(messages) == "message 2, content part 2: an image_url part"
+    assert non_text_part(PARTS) is None
+
+
+@pytest.mark.parametrize(
+    "part, said",
+    [
+        ("text", 'message 1, content part 1: a part must be an object with a "type", not a string'),
+        ({"type": "text", "text": 3}, 'message 1, content part 1: a text part needs "text" as a string, not a number'),
+    ],
+)
+def test_a_malformed_part_is_one_clear_error(part: object, said: str) -> None:
+    with pytest.raises(ConversationError, match=said):
+        check_conversation([{"role": "user", "content": [part]}])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Qwen-Qwen3-0.6B",
+        "mistralai-Mistral-Nemo-Instruct-2407",
+        "meta-llama-Llama-3.1-8B-Instruct",
+        "moonshotai-Kimi-K2",
+    ],
+)
+def test_parts_render_as_the_same_text_as_strings_on_the_corpus(corpus_dir: Path, name: str) -> None:
+    """Qwen3 and Mistral failed on parts and Llama 3.1 wrote their Python text; Kimi K2 reads them."""
+    template = load_template(str(corpus_dir / f"{name}.jinja"))
+    renderer = Renderer.for_template(template, analyze(template))
+    as_strings = [{"role": "user", "content": "What is the weather?"}]
+    as_parts = [{"role": "user", "content": [{"type": "text", "text": "What is the weather?"}]}]
+    prompt = renderer.render(as_strings, generation_prompt=True)
+    assert renderer.render(as_parts, generation_prompt=True) == prompt and "'text'" not in prompt

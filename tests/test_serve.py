@@ -5,7 +5,10 @@ and chunk shapes, every error status, disconnects and concurrency. The real llam
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -39,6 +42,7 @@ WEATHER: Any = {
     },
 }
 ASKED: Any = [{"role": "user", "content": "What is the weather in Paris?"}]
+OPENAI_ID = re.compile("call_[A-Za-z0-9]{24}")  # the ids made for a template that takes OpenAI's
 CALL_TEXT = 'Let me check.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>'
 
 
@@ -168,10 +172,13 @@ def test_streamed_chunks_fold_into_the_batch_message(
     folded = state.current_completion_snapshot.choices[0]  # the client's fold (its final check refuses length)
     assert folded.finish_reason == batch.choices[0].finish_reason == finish
     assert folded.message.content == batch.choices[0].message.content
-    assert [(c.id, c.function.name, c.function.arguments) for c in folded.message.tool_calls or []] == [
-        (c.id, c.function.name, c.function.arguments)  # type: ignore[union-attr]
+    # Each reply's ids are its own (fresh ones): the calls are the same, the ids of the same form.
+    assert [(c.function.name, c.function.arguments) for c in folded.message.tool_calls or []] == [
+        (c.function.name, c.function.arguments)  # type: ignore[union-attr]
         for c in batch.choices[0].message.tool_calls or []
     ]
+    ids = [c.id for c in [*(folded.message.tool_calls or []), *(batch.choices[0].message.tool_calls or [])]]
+    assert all(OPENAI_ID.fullmatch(i) for i in ids) and len(set(ids)) == len(ids)
     errors = batch.choices[0].message.errors  # type: ignore[attr-defined]  # ours, beside OpenAI's fields
     assert getattr(folded.message, "errors", []) == errors and (len(errors) >= 2) == (text == FAULTY_CALLS)
     assert all(chunk.usage is None for chunk in chunks)  # no include_usage: no usage
@@ -488,3 +495,436 @@ def test_an_unexpected_failure_is_a_500_error_object_not_a_traceback(
     error = _error(response)
     assert response.status_code == 500 and error["message"] == "internal error: RuntimeError: a bug"
     assert "Traceback" not in response.text
+
+
+# --------------------------------------------------------------------------- more templates
+
+
+@functools.cache
+def _corpus_template(path: str) -> tuple[Template, Any]:
+    template = load_template(path)
+    return template, analyze(template)
+
+
+@contextlib.contextmanager
+def _serving(
+    corpus_dir: Path, name: str, stand_in: ThreadingHTTPServer, **options: Any
+) -> Iterator[tuple[str, Template, Any]]:
+    template, description = _corpus_template(str(corpus_dir / f"{name}.jinja"))
+    with running(ServeConfig(template, description, url(stand_in), timeout=10.0, **options)) as base:
+        yield base, template, description
+
+
+# --------------------------------------------------------------------------- content given as parts
+
+PARTS_TEMPLATES = [
+    "Qwen-Qwen3-0.6B",  # fails on a list (a 400 before)
+    MISTRAL,  # fails on a list
+    "meta-llama-Llama-3.1-8B-Instruct",  # writes the list's Python text
+    "moonshotai-Kimi-K2",  # reads parts
+]
+AS_STRINGS: Any = [
+    {"role": "system", "content": "Answer briefly."},
+    {"role": "user", "content": "What is the weather in Paris?"},
+]
+AS_PARTS: Any = [
+    {"role": "system", "content": [{"type": "text", "text": "Answer briefly."}]},
+    {"role": "user", "content": [{"type": "text", "text": "What is the weather in Paris?"}]},
+]
+
+
+@pytest.mark.parametrize("name", PARTS_TEMPLATES)
+def test_content_parts_give_the_prompt_strings_give(corpus_dir: Path, stand_in: ThreadingHTTPServer, name: str) -> None:
+    stand_in.script = (200, "Sunny.", "eos")  # type: ignore[attr-defined]
+    with _serving(corpus_dir, name, stand_in) as (base, _, _):
+        for messages in (AS_STRINGS, AS_PARTS):
+            reply = _client(base).chat.completions.create(model="m", messages=messages)
+            assert reply.choices[0].message.content == "Sunny."
+    (_, by_strings), (_, by_parts) = stand_in.requests  # type: ignore[attr-defined]
+    assert by_parts["prompt"] == by_strings["prompt"] and "What is the weather in Paris?" in by_parts["prompt"]
+    assert "'type'" not in by_parts["prompt"]
+
+
+@pytest.mark.parametrize("name", ["Qwen-Qwen3-0.6B", "moonshotai-Kimi-K2"])
+def test_an_image_part_is_a_400_naming_the_message_and_the_part(
+    corpus_dir: Path, stand_in: ThreadingHTTPServer, name: str
+) -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    messages = [AS_PARTS[0], {"role": "user", "content": [{"type": "text", "text": "What is it?"}, image]}]
+    with _serving(corpus_dir, name, stand_in) as (base, _, _):
+        response = _post(base, {"messages": messages})
+    assert response.status_code == 400
+    assert _error(response)["message"].startswith("message 2, content part 2: an image_url part: ")
+    assert stand_in.requests == []  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- call ids
+
+MISTRAL_CALLS = (
+    '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Rome"}, "id": "abcdefghi"}, '
+    '{"name": "get_weather", "arguments": {"city": "Oslo"}, "id": "abcdefghi"}]'
+)
+QWEN_CALLS = CALL_TEXT + '\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "form"),
+    [(QWEN, QWEN_CALLS, OPENAI_ID), (MISTRAL, MISTRAL_CALLS, re.compile("[A-Za-z0-9]{9}"))],
+)
+def test_call_ids_are_fresh_for_every_call_and_of_the_template_s_form(
+    corpus_dir: Path, stand_in: ThreadingHTTPServer, name: str, text: str, form: re.Pattern[str]
+) -> None:
+    """Two identical requests, two parallel calls in each, streamed and not: every id differs, each of
+    the form the template takes (Mistral's nine letters and digits, not the id the model wrote twice)."""
+    stand_in.script = (200, text, "eos")  # type: ignore[attr-defined]
+    ids = []
+    with _serving(corpus_dir, name, stand_in) as (base, _, _):
+        client = _client(base)
+        for _ in range(2):
+            reply = client.chat.completions.create(model="m", messages=ASKED, tools=[WEATHER])
+            ids += [call.id for call in reply.choices[0].message.tool_calls or []]
+            state: ChatCompletionStreamState[None] = ChatCompletionStreamState()
+            for chunk in client.chat.completions.create(model="m", messages=ASKED, tools=[WEATHER], stream=True):
+                state.handle_chunk(chunk)
+            ids += [call.id for call in state.current_completion_snapshot.choices[0].message.tool_calls or []]
+    assert len(ids) == 8 and len(set(ids)) == 8 and all(form.fullmatch(i) for i in ids), ids
+    assert "abcdefghi" not in ids
+
+
+def test_a_streamed_call_s_id_is_the_same_in_its_delta_and_the_folded_message(
+    stand_in: ThreadingHTTPServer, serve_url: str
+) -> None:
+    stand_in.script = (200, QWEN_CALLS, "eos")  # type: ignore[attr-defined]
+    events = _events(_post(serve_url, {"messages": ASKED, "tools": [WEATHER], "stream": True}))
+    named = [c for e in events[:-1] for c in e["choices"][0]["delta"].get("tool_calls", []) if "id" in c]
+    assert [c["index"] for c in named] == [0, 1] and named[0]["id"] != named[1]["id"]
+    state: ChatCompletionStreamState[None] = ChatCompletionStreamState()
+    for chunk in _client(serve_url).chat.completions.create(model="m", messages=ASKED, tools=[WEATHER], stream=True):
+        state.handle_chunk(chunk)
+        for delta_call in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+            if delta_call.id is not None:
+                folded = state.current_completion_snapshot.choices[0].message.tool_calls or []
+                assert folded[delta_call.index].id == delta_call.id
+
+
+# --------------------------------------------------------------------------- the controls of a served endpoint
+
+KEY = "sk-local-test"
+
+
+def test_an_api_key_is_asked_of_every_client_but_health(
+    analysed: dict[str, tuple[Template, Any]], stand_in: ThreadingHTTPServer
+) -> None:
+    template, description = analysed[QWEN]
+    stand_in.script = (200, "Sunny.", "eos")  # type: ignore[attr-defined]
+    with running(ServeConfig(template, description, url(stand_in), api_key=KEY)) as base:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": KEY}):
+            response = httpx.post(base + "/v1/chat/completions", json={"messages": ASKED}, headers=headers)
+            error = _error(response)
+            assert response.status_code == 401 and error["code"] == "invalid_api_key", headers
+            assert error["type"] == "invalid_request_error" and response.headers["www-authenticate"] == "Bearer"
+        assert httpx.get(base + "/v1/models").status_code == 401
+        assert stand_in.requests == []  # type: ignore[attr-defined]
+        with pytest.raises(openai.AuthenticationError):
+            _client(base).chat.completions.create(model="m", messages=ASKED)
+        reply = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0).chat.completions.create(
+            model="m", messages=ASKED
+        )
+        assert reply.choices[0].message.content == "Sunny."
+        assert httpx.get(base + "/v1/models", headers={"x-api-key": KEY}).status_code == 200
+        assert httpx.get(base + "/health").status_code == 200  # open, for supervisors
+
+
+def test_the_upstream_key_is_sent_upstream(
+    analysed: dict[str, tuple[Template, Any]], stand_in: ThreadingHTTPServer
+) -> None:
+    template, description = analysed[QWEN]
+    with running(ServeConfig(template, description, url(stand_in), upstream_api_key="up-key")) as base:
+        _client(base).chat.completions.create(model="m", messages=ASKED)
+        _client(base).chat.completions.create(model="m", messages=ASKED, stream=True)
+        httpx.get(base + "/health")
+        httpx.get(base + "/v1/models")
+    paths = [path for path, _ in stand_in.requests]  # type: ignore[attr-defined]
+    assert paths == ["/completion", "/completion", "/health", "/v1/models"]
+    assert [h.get("Authorization") for h in stand_in.headers] == ["Bearer up-key"] * 4  # type: ignore[attr-defined]
+
+
+def test_without_an_upstream_key_no_authorization_is_sent(stand_in: ThreadingHTTPServer, serve_url: str) -> None:
+    _client(serve_url).chat.completions.create(model="m", messages=ASKED)
+    assert "Authorization" not in stand_in.headers[-1]  # type: ignore[attr-defined]
+
+
+def test_llama_server_s_sampling_fields_reach_the_upstream(stand_in: ThreadingHTTPServer, serve_url: str) -> None:
+    fields = {
+        "top_k": 5,
+        "min_p": 0.05,
+        "typical_p": 0.9,
+        "repeat_penalty": 1.1,
+        "repeat_last_n": 64,
+        "dry_multiplier": 0.8,
+        "dry_sequence_breakers": ["\n", ":"],
+        "xtc_probability": 0.5,
+        "mirostat": 2,
+        "mirostat_tau": 5.0,
+        "samplers": ["top_k", "temperature"],
+        "cache_prompt": True,
+    }
+    _client(serve_url).chat.completions.create(model="m", messages=ASKED, extra_body=fields)
+    sent = stand_in.requests[-1][1]  # type: ignore[attr-defined]
+    assert {key: sent.get(key) for key in fields} == fields
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("top_kk", 5, "unknown field 'top_kk'"),
+        (
+            "repetition_penalty",
+            1.1,
+            "unknown field 'repetition_penalty'",
+        ),  # vLLM's name; llama-server's is repeat_penalty
+        ("grammar", "root ::= x", "unknown field 'grammar'"),  # serve writes the grammar
+        ("top_k", 2.5, "top_k must be a whole number, not 2.5"),
+        ("dry_sequence_breakers", "\n", "dry_sequence_breakers must be a list of strings"),
+        ("functions", [{"name": "f"}], "functions: the deprecated functions are not served"),
+        ("thinking_token_budget", -2, "thinking_token_budget must be a whole number of tokens"),
+    ],
+)
+def test_an_unknown_or_bad_field_is_a_400_naming_it(
+    stand_in: ThreadingHTTPServer, serve_url: str, field: str, value: Any, said: str
+) -> None:
+    response = _post(serve_url, {"messages": ASKED, field: value})
+    error = _error(response)
+    assert response.status_code == 400 and error["param"] == field and error["message"].startswith(said), error
+    assert stand_in.requests == []  # type: ignore[attr-defined]
+
+
+def test_ignored_openai_fields_are_served(stand_in: ThreadingHTTPServer, serve_url: str) -> None:
+    body = {"messages": ASKED, "user": "u1", "store": False, "metadata": {"a": "b"}, "service_tier": "auto", "n": 1}
+    assert _post(serve_url, body).status_code == 200
+
+
+def test_a_preflight_from_an_allowed_origin_gets_the_cors_headers(
+    analysed: dict[str, tuple[Template, Any]], stand_in: ThreadingHTTPServer
+) -> None:
+    template, description = analysed[QWEN]
+    origin = "http://localhost:3000"
+    config = ServeConfig(template, description, url(stand_in), api_key=KEY, allowed_origins=(origin,))
+    preflight = {
+        "Origin": origin,
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
+    with running(config) as base:
+        allowed = httpx.options(base + "/v1/chat/completions", headers=preflight)
+        refused = httpx.options(base + "/v1/chat/completions", headers={**preflight, "Origin": "http://evil.test"})
+        reply = httpx.post(
+            base + "/v1/chat/completions",
+            json={"messages": ASKED},
+            headers={"Origin": origin, "Authorization": f"Bearer {KEY}"},
+        )
+        unauthorised = httpx.get(base + "/v1/models", headers={"Origin": origin})
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == origin
+    assert "POST" in allowed.headers["access-control-allow-methods"]
+    assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+    assert refused.status_code == 400 and "access-control-allow-origin" not in refused.headers
+    assert reply.status_code == 200 and reply.headers["access-control-allow-origin"] == origin
+    # A 401 a browser can read: the CORS headers are on it too.
+    assert unauthorised.status_code == 401 and unauthorised.headers["access-control-allow-origin"] == origin
+
+
+def test_without_allowed_origins_a_preflight_is_not_answered(serve_url: str) -> None:
+    response = httpx.options(
+        serve_url + "/v1/chat/completions",
+        headers={"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"},
+    )
+    assert response.status_code == 405 and "access-control-allow-origin" not in response.headers
+
+
+def test_the_served_model_name_is_listed_and_in_every_reply_and_chunk(
+    analysed: dict[str, tuple[Template, Any]], stand_in: ThreadingHTTPServer
+) -> None:
+    template, description = analysed[QWEN]
+    stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
+    with running(ServeConfig(template, description, url(stand_in), served_model_name="qwen-local")) as base:
+        client = _client(base)
+        assert [model.id for model in client.models.list()] == ["qwen-local"]
+        reply = client.chat.completions.create(model="gpt-4o", messages=ASKED, tools=[WEATHER])
+        chunks = list(
+            client.chat.completions.create(
+                model="gpt-4o", messages=ASKED, tools=[WEATHER], stream=True, stream_options={"include_usage": True}
+            )
+        )
+    assert reply.model == "qwen-local"
+    assert len(chunks) > 3 and {chunk.model for chunk in chunks} == {"qwen-local"}
+    assert stand_in.requests[0][0] == "/completion"  # type: ignore[attr-defined]  # /v1/models was not asked upstream
+
+
+def test_without_a_served_name_every_chunk_names_the_request_s_model(
+    stand_in: ThreadingHTTPServer, serve_url: str
+) -> None:
+    stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
+    chunks = _events(_post(serve_url, {"model": "mine", "messages": ASKED, "stream": True}))[:-1]
+    assert {chunk["model"] for chunk in chunks} == {"mine"}
+
+
+def test_default_template_kwargs_are_overridden_by_the_request_s(
+    tmp_template: Any, stand_in: ThreadingHTTPServer
+) -> None:
+    template = load_template(
+        str(tmp_template("{% for m in messages %}[{{ m.content }}]{% endfor %}{{ greeting }}/{{ enable_thinking }}"))
+    )
+    defaults = {"greeting": "hi", "enable_thinking": False}
+    with running(ServeConfig(template, analyze(template), url(stand_in), default_template_kwargs=defaults)) as base:
+        client = _client(base)
+        client.chat.completions.create(model="m", messages=ASKED)
+        client.chat.completions.create(
+            model="m", messages=ASKED, extra_body={"chat_template_kwargs": {"greeting": "hello"}}
+        )
+        client.chat.completions.create(
+            model="m", messages=ASKED, extra_body={"chat_template_kwargs": {"enable_thinking": True}}
+        )
+    prompts = [body["prompt"].split("]")[-1] for _, body in stand_in.requests]  # type: ignore[attr-defined]
+    assert prompts == ["hi/False", "hello/False", "hi/True"]
+
+
+def test_serve_command_takes_the_controls(corpus_dir: Path, stand_in: ThreadingHTTPServer, tmp_path: Path) -> None:
+    stand_in.script = (200, CALL_TEXT, "word")  # type: ignore[attr-defined]
+    log = (tmp_path / "serve.log").open("w+")
+    options = [
+        *("--upstream", url(stand_in), "--api-key", KEY, "--upstream-api-key", "up-key"),
+        *("--served-model-name", "qwen-local", "--allowed-origins", "http://a.test,http://b.test"),
+        *("--default-chat-template-kwargs", '{"enable_thinking": false}', "--reasoning-budget", "64"),
+    ]
+    process = serve_command([str(corpus_dir / f"{QWEN}.jinja"), *options], log)
+    try:
+        base = announced_url(log, process)
+        assert httpx.post(base + "/v1/chat/completions", json={"messages": ASKED}).status_code == 401
+        client = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0)
+        reply = client.chat.completions.create(model="m", messages=ASKED, tools=[WEATHER])
+        preflight = httpx.options(
+            base + "/v1/models", headers={"Origin": "http://b.test", "Access-Control-Request-Method": "GET"}
+        )
+    finally:
+        process.terminate()
+        process.wait(30)
+        log.close()
+    assert reply.model == "qwen-local" and reply.choices[0].finish_reason == "tool_calls"
+    assert preflight.headers["access-control-allow-origin"] == "http://b.test"
+    assert stand_in.headers[-1]["Authorization"] == "Bearer up-key"  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- the reasoning budget
+
+QWEN3 = "Qwen-Qwen3-0.6B"
+QWEN3_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>'
+ENDLESS_REASONING = "<think>\nLet me think about the weather in Paris, " + "and more " * 60  # never closed
+
+
+def _budgeted(stream: bool, **fields: Any) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "messages": ASKED,
+        "tools": [WEATHER],
+        "tool_choice": "required",
+        "max_tokens": 300,
+        "stream": stream,
+        "chat_template_kwargs": {"enable_thinking": True},
+        **fields,
+    }
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_spent_budget_closes_the_reasoning_and_goes_on_under_the_call_grammar(
+    corpus_dir: Path, stand_in: ThreadingHTTPServer, stream: bool
+) -> None:
+    """The upstream would reason on (the first script); at 12 tokens serve stops it, writes the
+    template's closer after the reasoning so far and asks again under the grammar of the calls alone.
+    (11 tokens: one per streamed character here, so the reasoning so far is "Let".)"""
+    stand_in.scripts = [(200, ENDLESS_REASONING, "limit"), (200, QWEN3_CALL, "eos")]  # type: ignore[attr-defined]
+    with _serving(corpus_dir, QWEN3, stand_in, reasoning_budget=11) as (base, template, description):
+        response = _post(base, _budgeted(stream))
+    assert response.status_code == 200
+    if stream:
+        state: ChatCompletionStreamState[None] = ChatCompletionStreamState()
+        for event in _events(response)[:-1]:
+            state.handle_chunk(openai.types.chat.ChatCompletionChunk.model_validate(event))
+        message: Any = state.current_completion_snapshot.choices[0].message
+        finish = state.current_completion_snapshot.choices[0].finish_reason
+    else:
+        message = openai.types.chat.ChatCompletion.model_validate(response.json()).choices[0].message
+        finish = response.json()["choices"][0]["finish_reason"]
+        assert response.json()["usage"] == {"prompt_tokens": 17, "completion_tokens": 11 + 9, "total_tokens": 37}
+    (call,) = message.tool_calls
+    assert finish == "tool_calls" and json.loads(call.function.arguments) == {"city": "Rome"}
+    assert message.reasoning_content == "Let"  # type: ignore[attr-defined]
+
+    (_, first), (_, second) = stand_in.requests  # type: ignore[attr-defined]
+    request = ChatRequest(ASKED, [WEATHER], tool_choice="required", n_predict=300, thinking=True)
+    expected = prepare(template, description, request).body
+    assert first["stream"] is True and first["prompt"] == expected["prompt"] and first["grammar"] == expected["grammar"]
+    assert "reasoning-text" in first["grammar"]  # the first request's grammar lets the model reason
+    assert second["prompt"] == first["prompt"] + "<think>\nLet" + "\n</think>\n\n"  # Qwen3's closer, as it writes it
+    assert "reasoning-text" not in second["grammar"] and "<tool_call>" in second["grammar"]
+    assert second["grammar_lazy"] is False and second["n_predict"] == 300 - 11
+    assert second["stop"] == first["stop"] and second["preserved_tokens"] == first["preserved_tokens"]
+
+
+def test_a_request_s_own_budget_wins_over_the_server_s(corpus_dir: Path, stand_in: ThreadingHTTPServer) -> None:
+    stand_in.scripts = [(200, ENDLESS_REASONING, "limit"), (200, QWEN3_CALL, "eos")]  # type: ignore[attr-defined]
+    with _serving(corpus_dir, QWEN3, stand_in, reasoning_budget=10_000) as (base, _, _):
+        reply = _post(base, _budgeted(False, thinking_token_budget=19)).json()
+    assert reply["choices"][0]["finish_reason"] == "tool_calls"
+    (_, first), (_, second) = stand_in.requests  # type: ignore[attr-defined]
+    assert second["prompt"] == first["prompt"] + ENDLESS_REASONING[:19] + "\n</think>\n\n"
+
+
+def test_reasoning_closed_within_the_budget_is_one_request(corpus_dir: Path, stand_in: ThreadingHTTPServer) -> None:
+    text = "<think>\nShort.\n</think>\n\n" + QWEN3_CALL
+    stand_in.script = (200, text, "eos")  # type: ignore[attr-defined]
+    with _serving(corpus_dir, QWEN3, stand_in, reasoning_budget=20) as (base, _, _):
+        reply = _post(base, _budgeted(False)).json()
+        events = _events(_post(base, _budgeted(True)))
+    assert reply["choices"][0]["message"]["reasoning_content"] == "Short."
+    assert reply["choices"][0]["finish_reason"] == "tool_calls" and events[-1] == "[DONE]"
+    assert len(stand_in.requests) == 2  # type: ignore[attr-defined]  # one each, no continuation
+
+
+def test_no_budget_where_thinking_is_off(corpus_dir: Path, stand_in: ThreadingHTTPServer) -> None:
+    stand_in.script = (200, QWEN3_CALL, "eos")  # type: ignore[attr-defined]
+    with _serving(corpus_dir, QWEN3, stand_in, reasoning_budget=5) as (base, _, _):
+        body = _budgeted(False, chat_template_kwargs={"enable_thinking": False})
+        assert _post(base, body).json()["choices"][0]["finish_reason"] == "tool_calls"
+    ((_, sent),) = stand_in.requests  # type: ignore[attr-defined]
+    assert sent["stream"] is False  # read whole: nothing to stop
+
+
+def test_a_budget_of_zero_on_a_prompt_that_opens_the_block_starts_closed(
+    corpus_dir: Path, stand_in: ThreadingHTTPServer
+) -> None:
+    """MiniMax-M2's prompt always opens reasoning: with no budget the first request already has it closed."""
+    call = '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Rome</parameter>\n</invoke>\n'
+    stand_in.script = (200, call + "</minimax:tool_call>", "eos")  # type: ignore[attr-defined]
+    with _serving(corpus_dir, "MiniMax-M2", stand_in, reasoning_budget=0) as (base, template, description):
+        reply = _post(base, _budgeted(False)).json()
+    ((_, sent),) = stand_in.requests  # type: ignore[attr-defined]
+    prompt = prepare(template, description, ChatRequest(ASKED, [WEATHER], tool_choice="required")).body["prompt"]
+    assert prompt.endswith("<think>\n") and sent["prompt"] == prompt + "\n</think>\n"
+    assert "reasoning-text" not in sent["grammar"]
+    assert reply["choices"][0]["finish_reason"] == "tool_calls", reply
+
+
+@pytest.mark.parametrize(
+    "description_format, tool_format, label",
+    [
+        ("tag-json", "auto", "tag-json tool calls"),
+        ("none", "auto", "no tool format of its own: prompted json tool calls"),
+        ("none", "native", "no tool format of its own: prompted json tool calls"),
+        ("json", "fenced", "prompted fenced tool calls"),
+    ],
+)
+def test_the_start_up_line_says_how_calls_are_written(description_format, tool_format, label) -> None:
+    from analyzer.serve import tool_calls_label
+
+    assert tool_calls_label(description_format, tool_format) == label
+    assert "none tool calls" not in tool_calls_label(description_format, tool_format)

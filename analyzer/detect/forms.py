@@ -5,12 +5,17 @@ string, ids in OpenAI's style or 9 alphanumerics, a system message or none. We t
 order clients most often send them and keep the first under which the template writes a call; each
 other form is then tried once against it, so the description can say what the template refuses and
 in its own words.
+
+Content may also come as a list of parts (``[{"type": "text", "text": ...}]``, what the openai
+library and chat front ends send): ``content_parts`` renders a conversation so given beside the same
+one as strings, which says whether the template reads parts or must be given their text.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from itertools import product
+from typing import Any
 
 from analyzer.description import Capability
 from analyzer.render import variants as v
@@ -48,6 +53,34 @@ def _status(output: str | Failed) -> Capability:
     if not _renders_call(output):
         return Capability("dropped", "the call is not written")
     return Capability("yes")
+
+
+def as_text_parts(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with its text content given as one text part, as OpenAI clients send it."""
+    content = message.get("content")
+    return {**message, "content": [{"type": "text", "text": content}]} if isinstance(content, str) else message
+
+
+def content_parts(session: Session) -> Capability:
+    """Whether the template reads content given as a list of text parts as it reads the same text given
+    as a string: "yes" when a conversation (user, assistant, user) renders the same both ways; else
+    what it does with the list (fails, drops the text, or writes something else, such as the list's
+    Python text)."""
+    tail = (v.assistant(session.form, content=v.CONTENT_TEXT), v.user(v.USER_TEXT2))
+    as_strings = session.history(*tail, tools=False)
+    messages = [as_text_parts(m) for m in (*v.opening(session.form), *tail)]
+    as_parts = session.render(messages, tools=False)
+    if isinstance(as_parts, Failed):
+        return Capability("refused" if as_parts.refused else "error", as_parts.message)
+    if isinstance(as_strings, Failed):
+        return Capability("unknown", "the conversation does not render with text content either")
+    if as_parts == as_strings:
+        return Capability("yes")
+    if any(text not in as_parts for text in (v.USER_TEXT, v.CONTENT_TEXT, v.USER_TEXT2)):
+        return Capability("dropped", "text given as content parts is not written")
+    if "'text'" in as_parts or '"text"' in as_parts:
+        return Capability("differs", "content parts are written as the list itself (its Python text), not their text")
+    return Capability("differs", "text given as content parts is written differently from the same text as a string")
 
 
 def probe(session: Session) -> Probe:

@@ -96,6 +96,7 @@ class Spelling:
     reasoning_key: str = CLIENT_REASONING_KEY
     system_role: bool = False  # whether the analysis's conversations open with a system message
     tool_descriptions: bool = True
+    content_parts: bool = False  # content given as a list of parts is passed as is (else its text)
 
     @classmethod
     def from_description(cls, description: FormatDescription) -> Spelling:
@@ -110,6 +111,7 @@ class Spelling:
             id_form=form.id_form,
             reasoning_key=key,
             tool_descriptions=form.tool_descriptions,
+            content_parts=description.capabilities.content_parts.status == "yes",
         )
 
     def input_form(self) -> InputForm:
@@ -124,16 +126,17 @@ class Spelling:
         return json.dumps(value, ensure_ascii=False) if self.arguments_as_string else value
 
     def spell(self, messages: list[dict[str, Any]], rename_id: RenameId | None = None) -> list[dict[str, Any]]:
-        """``messages`` (OpenAI style) spelled this way, as new messages: reasoning under the template's
-        key, the content of a turn with calls, arguments as object or JSON string, and, with
-        ``rename_id``, call ids rewritten with the results pointing at their call's new id.
-        Spelling a spelled conversation changes nothing."""
+        """``messages`` (OpenAI style) spelled this way, as new messages: content given as parts passed
+        as is or as its text (``content_as_taken``), reasoning under the template's key, the content of
+        a turn with calls, arguments as object or JSON string, and, with ``rename_id``, call ids
+        rewritten with the results pointing at their call's new id. Spelling a spelled conversation
+        changes nothing."""
         renamed: dict[str, str] = {}
         spelled = []
         for number, message in enumerate(messages, 1):
             if not isinstance(message, dict):
                 raise ConversationError(f"message {number} is not an object")
-            message = dict(message)
+            message = content_as_taken(message, number, parts=self.content_parts)
             if message.get("role") == "assistant":
                 if self.reasoning_key != CLIENT_REASONING_KEY and CLIENT_REASONING_KEY in message:
                     put_reasoning(message, self.reasoning_key, message.pop(CLIENT_REASONING_KEY))
@@ -165,6 +168,49 @@ class Spelling:
         return call
 
 
+# The content part that holds text, in OpenAI's chat API; every other kind (image_url, input_audio,
+# file, refusal) holds something a text prompt cannot.
+TEXT_PART = "text"
+
+
+def content_as_taken(message: dict[str, Any], number: int, *, parts: bool) -> dict[str, Any]:
+    """``message`` (the ``number``-th) as a new message whose content the template takes: a list of
+    parts as is where the analysis found that the template reads parts (``parts``), else the text of
+    its parts joined by newlines (what llama-server and vLLM give such templates). A part other than
+    text is then an error naming it: the template would write it as nonsense or not at all."""
+    message = dict(message)
+    content = message.get("content")
+    if parts or not isinstance(content, list):
+        return message
+    texts = []
+    for index, part in enumerate(content, 1):
+        text = part.get("text") if isinstance(part, dict) and part.get("type") == TEXT_PART else None
+        if not isinstance(text, str):
+            raise ConversationError(
+                f"message {number}, content part {index}: {_part_kind(part)}: the template takes text only "
+                f"(it does not read content parts), so only text parts can be given"
+            )
+        texts.append(text)
+    message["content"] = "\n".join(texts)
+    return message
+
+
+def non_text_part(messages: list[dict[str, Any]]) -> str | None:
+    """Where the first content part that is not text is (``message 2, content part 1: an image_url
+    part``), or None."""
+    for number, message in enumerate(messages, 1):
+        content = message.get("content") if isinstance(message, dict) else None
+        for index, part in enumerate(content if isinstance(content, list) else [], 1):
+            if not isinstance(part, dict) or part.get("type") != TEXT_PART:
+                return f"message {number}, content part {index}: {_part_kind(part)}"
+    return None
+
+
+def _part_kind(part: Any) -> str:
+    kind = part.get("type") if isinstance(part, dict) else None
+    return f"an {kind} part" if isinstance(kind, str) and kind[:1] in "aeiou" else f"a {kind} part"
+
+
 def check_conversation(messages: Any, *, empty: bool = False) -> list[dict[str, Any]]:
     """A client's conversation: a list of message objects, each with a role, content that is text, a
     list of parts or null, and tool calls that are a list of call objects with a function name;
@@ -180,6 +226,8 @@ def check_conversation(messages: Any, *, empty: bool = False) -> list[dict[str, 
             raise ConversationError(
                 f"message {number}: content must be text, a list of parts or null, not {_json_kind(content)}"
             )
+        for index, part in enumerate(content if isinstance(content, list) else [], 1):
+            _check_part(part, f"message {number}, content part {index}")
         calls = message.get("tool_calls")
         if calls is None:
             continue
@@ -190,6 +238,13 @@ def check_conversation(messages: Any, *, empty: bool = False) -> list[dict[str, 
         for index, call in enumerate(calls, 1):
             _check_call(call, f"message {number}, call {index}")
     return messages
+
+
+def _check_part(part: Any, where: str) -> None:
+    if not isinstance(part, dict) or not isinstance(part.get("type"), str) or not part["type"]:
+        raise ConversationError(f'{where}: a part must be an object with a "type", not {_json_kind(part)}')
+    if part["type"] == TEXT_PART and not isinstance(part.get("text"), str):
+        raise ConversationError(f'{where}: a text part needs "text" as a string, not {_json_kind(part.get("text"))}')
 
 
 def _check_call(call: Any, where: str) -> None:
@@ -331,5 +386,7 @@ __all__ = [
     "bound_context",
     "check_conversation",
     "compile_as_analysed",
+    "content_as_taken",
     "fit_id_form",
+    "non_text_part",
 ]

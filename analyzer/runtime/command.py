@@ -166,6 +166,11 @@ def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None,
         help="read only what the template writes: no tolerance for what models write otherwise",
     )
     options.add_argument(
+        "--inline-reasoning",
+        action="store_true",
+        help="leave reasoning in content, its markers as written (llama-server's --reasoning-format none)",
+    )
+    options.add_argument(
         "--continue",
         dest="continuing",
         metavar="FILE",
@@ -191,7 +196,14 @@ def main(shape: OutputShape, tools: list[dict[str, Any]], thinking: bool | None,
     except PrefillError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2
-    parser = Parser(shape, tools, thinking=args.thinking, strict=args.strict, continuing=continuing)
+    parser = Parser(
+        shape,
+        tools,
+        thinking=args.thinking,
+        strict=args.strict,
+        inline_reasoning=args.inline_reasoning,
+        continuing=continuing,
+    )
     out = sys.stdout
 
     def write(line: str) -> None:

@@ -119,3 +119,59 @@ def test_a_template_that_appends_to_a_list_is_analysed_with_list_mutation():
     assert d.template.engine == "jinja2-mutable"
     assert any("modify lists" in w for w in d.warnings)
     assert d.capabilities.tool_calls == Capability("yes")
+
+
+# --------------------------------------------------------------------------- content given as parts
+
+PARTS_USER = (
+    "<|turn|>user\n{% if m.content is string %}{{ m.content }}{% else %}"
+    "{% for p in m.content %}{{ p.text }}{% endfor %}{% endif %}<|end|>\n"
+)
+PARTS_ASSISTANT = (
+    HEAD + "{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}{{ p.text }}{% endfor %}"
+    "{% endif %}" + JSON_CALLS + END
+)
+
+
+def test_a_template_that_reads_content_parts_takes_them():
+    assert describe(chat(PARTS_ASSISTANT, user=PARTS_USER)).capabilities.content_parts == Capability("yes")
+
+
+def test_a_template_that_writes_the_list_is_told_apart():
+    """``{{ m.content }}`` of a list writes the list's Python text: not the text a client meant."""
+    assert describe(chat()).capabilities.content_parts == Capability(
+        "differs", "content parts are written as the list itself (its Python text), not their text"
+    )
+
+
+def test_a_template_that_reads_parts_for_users_only_does_not_take_them():
+    """Parts are passed as they are only when every role reads them: here assistant content would be
+    written as a list."""
+    assert describe(chat(user=PARTS_USER)).capabilities.content_parts.status == "differs"
+
+
+def test_a_template_that_fails_on_a_list_says_how():
+    d = describe(chat(user="<|turn|>user\n{{ m.content.strip() }}<|end|>\n"))
+    assert d.capabilities.content_parts.status == "error" and d.capabilities.content_parts.message
+
+
+def test_a_template_that_drops_parts_is_told_apart():
+    d = describe(chat(user="<|turn|>user\n{% if m.content is string %}{{ m.content }}{% endif %}<|end|>\n"))
+    assert d.capabilities.content_parts == Capability("dropped", "text given as content parts is not written")
+
+
+def test_content_parts_on_corpus_templates(corpus_dir):
+    """The templates the issue names, as the analysis finds them: Qwen3 fails on a list (the 400 serve
+    gave), Llama 3.1 writes its Python text (the repr in the prompt), Kimi K2 and Mistral Small 3.2
+    read parts."""
+    from analyzer.analysis import analyze
+    from analyzer.sources import load_template
+
+    def found(name: str) -> Capability:
+        return analyze(load_template(str(corpus_dir / f"{name}.jinja"))).capabilities.content_parts
+
+    qwen3 = found("Qwen-Qwen3-0.6B")
+    assert qwen3.status == "error" and "'list' object has no attribute 'startswith'" in qwen3.message
+    assert found("meta-llama-Llama-3.1-8B-Instruct").status == "differs"
+    assert found("mistralai-Mistral-Nemo-Instruct-2407").status == "error"
+    assert found("moonshotai-Kimi-K2") == found("Mistral-Small-3.2-24B-Instruct-2506") == Capability("yes")

@@ -11,21 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.llama_server import ChatRequest, prepare
-from analyzer.sources import load_template
-from tests.e2e.server import (
-    ASKED,
-    FAMILIES,
-    REPORTS,
-    TOOLS,
-    Family,
-    Server,
-    llama_server_binary,
-    special_pieces,
-    vocab_gguf,
-)
-from tests.e2e.tiny_model import build_model
+from tests.e2e.server import FAMILIES, REPORTS, Family, family_server, llama_server_binary
 from tests.helpers.built import required_binary
 
 
@@ -36,21 +22,8 @@ def server_binary() -> Path:
 
 @pytest.fixture(scope="session", params=FAMILIES)
 def family(request, server_binary: Path, corpus_dir: Path, tmp_path_factory) -> Iterator[Family]:
-    name = request.param
-    template_path = corpus_dir / f"{name}.jinja"
-    template = load_template(str(template_path))
-    description = analyze(template)
-    body = prepare(template, description, ChatRequest(ASKED, TOOLS)).body
-    vocab = vocab_gguf(server_binary)
-    if vocab is None:
-        pytest.fail(f"no ggml-vocab-qwen2.gguf beside {server_binary}")
-    folder = tmp_path_factory.mktemp(name)
-    token_ids = build_model(vocab, folder / "model.gguf", special_pieces(body["preserved_tokens"]), template.source)
-    server = Server(server_binary, folder / "model.gguf", template_path, folder / "server.log")
-    try:
-        yield Family(name, template, template_path, description, server, token_ids)
-    finally:
-        server.stop()
+    with family_server(request.param, server_binary, corpus_dir, tmp_path_factory.mktemp(request.param)) as found:
+        yield found
 
 
 def pytest_terminal_summary(terminalreporter, config) -> None:

@@ -11,14 +11,19 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from helpers.built import llama_server_binary as llama_server_binary
 
+from analyzer.analysis import analyze
 from analyzer.description import FormatDescription
+from analyzer.llama_server import ChatRequest, prepare
 from analyzer.markers import special_word
+from analyzer.sources import load_template
 from analyzer.template import Template
 
 # One template per format family: markers around JSON, a bare-JSON array, prefixed names,
@@ -147,3 +152,23 @@ class Family:
     description: FormatDescription
     server: Server
     token_ids: dict[str, int]  # the model's special tokens (the template's marker words) and their ids
+
+
+@contextmanager
+def family_server(name: str, binary: Path, corpus_dir: Path, folder: Path) -> Iterator[Family]:
+    """The tiny model for the corpus template ``name``, built in ``folder``, served by llama-server."""
+    from tests.e2e.tiny_model import build_model  # numpy and gguf: only where a model is built
+
+    template_path = corpus_dir / f"{name}.jinja"
+    template = load_template(str(template_path))
+    description = analyze(template)
+    body = prepare(template, description, ChatRequest(ASKED, TOOLS)).body
+    vocab = vocab_gguf(binary)
+    if vocab is None:
+        pytest.fail(f"no ggml-vocab-qwen2.gguf beside {binary}")
+    token_ids = build_model(vocab, folder / "model.gguf", special_pieces(body["preserved_tokens"]), template.source)
+    server = Server(binary, folder / "model.gguf", template_path, folder / "server.log")
+    try:
+        yield Family(name, template, template_path, description, server, token_ids)
+    finally:
+        server.stop()

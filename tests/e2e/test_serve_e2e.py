@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
+from analyzer.lower import lower
+from analyzer.runtime.call_forms import id_pattern
 from analyzer.serve import ServeConfig
-from tests.e2e.server import ASKED, FAMILIES, REPORTS, SAMPLING, SCHEMAS, TOOLS, Family
+from tests.e2e.server import ASKED, FAMILIES, REPORTS, SAMPLING, SCHEMAS, TOOLS, Family, family_server
 from tests.e2e.test_llama_server_compare import (
     CASES,
     FORCED,
@@ -50,14 +53,21 @@ def served(family: Family) -> Iterator[openai.OpenAI]:
         yield openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=600.0)
 
 
-def _ask(client: openai.OpenAI, tool_choice: Any, logit_bias: list[list[float]] | None = None, **options: Any) -> Any:
+def _ask(
+    client: openai.OpenAI,
+    tool_choice: Any,
+    logit_bias: list[list[float]] | None = None,
+    *,
+    parallel: bool = False,
+    **options: Any,
+) -> Any:
     """The comparison's request (thinking off: a random model that opens reasoning never closes it)."""
     return client.chat.completions.create(
         model="tiny",
         messages=ASKED,
         tools=TOOLS,
         tool_choice=tool_choice,
-        parallel_tool_calls=False,
+        parallel_tool_calls=parallel,
         temperature=SAMPLING["temperature"],
         seed=SAMPLING["seed"],
         max_tokens=SAMPLING["n_predict"],
@@ -156,9 +166,17 @@ def test_streamed_chunks_fold_into_the_message(family: Family, served: openai.Op
         folded = state.current_completion_snapshot.choices[0]
         assert folded.finish_reason == batch.finish_reason, case
         assert _same_text(folded.message.content, batch.message.content, batch.finish_reason), case
-        assert _calls(folded.message) == _calls(batch.message), case
+        # The same calls; each reply's ids are fresh ones of the template's form.
+        assert [call[1:] for call in _calls(folded.message)] == [call[1:] for call in _calls(batch.message)], case
+        ids = [call[0] for call in (*_calls(folded.message), *_calls(batch.message))]
+        assert len(set(ids)) == len(ids) and all(_id_form(family).fullmatch(i) for i in ids), (case, ids)
         for _id, name, arguments in _calls(batch.message):
             jsonschema.validate(json.loads(arguments), SCHEMAS[name])
+
+
+def _id_form(family: Family) -> re.Pattern[str]:
+    """The ids serve makes for the family's template: of the first id form the template takes."""
+    return re.compile(id_pattern(lower(family.description).id_form))
 
 
 def _same_text(streamed: str | None, batch: str | None, finish_reason: str) -> bool:
@@ -192,3 +210,129 @@ def test_the_command_serves_the_gguf_the_server_loaded(family: Family, tmp_path:
     (call,) = choice.message.tool_calls or []
     jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
     assert choice.finish_reason == "tool_calls"
+
+
+# --------------------------------------------------------------------------- clients' habits (issue 26)
+
+
+def _as_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**m, "content": [{"type": "text", "text": m["content"]}]} for m in messages]
+
+
+def test_content_parts_give_what_strings_give(family: Family, served: openai.OpenAI) -> None:
+    """The openai library's habit: content as a list of text parts. The same prompt as strings, so at
+    temperature 0 the same reply and the same count of prompt tokens."""
+    replies = []
+    for messages in (ASKED, _as_parts(ASKED)):
+        replies.append(
+            served.chat.completions.create(
+                model="tiny",
+                messages=messages,  # type: ignore[arg-type]
+                tools=TOOLS,  # type: ignore[arg-type]
+                tool_choice="required",
+                temperature=0.0,
+                seed=SAMPLING["seed"],
+                max_tokens=SAMPLING["n_predict"],
+                extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+            )
+        )
+    by_strings, by_parts = replies
+    assert by_parts.usage is not None and by_strings.usage is not None
+    assert by_parts.usage.prompt_tokens == by_strings.usage.prompt_tokens
+    assert by_parts.choices[0].message.content == by_strings.choices[0].message.content
+    assert [c[1:] for c in _calls(by_parts.choices[0].message)] == [
+        c[1:] for c in _calls(by_strings.choices[0].message)
+    ]
+
+
+def test_call_ids_differ_across_identical_requests(family: Family, served: openai.OpenAI) -> None:
+    """The same request four times (twice streamed), parallel calls allowed: every id is its own, of
+    the template's form. (Mistral's model writes an id itself, the same one at the same seed: replaced.)"""
+    ids = []
+    for stream in (False, False, True, True):
+        if stream:
+            state: ChatCompletionStreamState[None] = ChatCompletionStreamState()
+            for chunk in _ask(served, "required", stream=True, parallel=True):
+                state.handle_chunk(chunk)
+            message: Any = state.current_completion_snapshot.choices[0].message
+        else:
+            message = _ask(served, "required", parallel=True).choices[0].message
+        assert message.tool_calls, message
+        ids += [call.id for call in message.tool_calls]
+    assert len(set(ids)) == len(ids) and all(_id_form(family).fullmatch(i) for i in ids), ids
+
+
+REASONING_FAMILIES = ["MiniMax-M2", "Qwen-Qwen3-0.6B"]  # a prompt that always opens reasoning; a model that does
+BUDGET = 8
+
+
+@pytest.fixture(scope="module", params=REASONING_FAMILIES)
+def reasoning_family(
+    request: pytest.FixtureRequest, server_binary: Path, corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Family]:
+    with family_server(request.param, server_binary, corpus_dir, tmp_path_factory.mktemp(request.param)) as found:
+        yield found
+
+
+def _thinking_required(client: openai.OpenAI, stream: bool, **extra: Any) -> tuple[Any, str | None]:
+    """``tool_choice="required"`` with thinking on: the message (folded when streamed) and its finish reason."""
+    options: dict[str, Any] = {
+        "model": "tiny",
+        "messages": ASKED,
+        "tools": TOOLS,
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "temperature": SAMPLING["temperature"],
+        "seed": SAMPLING["seed"],
+        "max_tokens": SAMPLING["n_predict"],
+        "extra_body": {"chat_template_kwargs": {"enable_thinking": True}, **extra},
+    }
+    if not stream:
+        choice = client.chat.completions.create(**options).choices[0]
+        return choice.message, choice.finish_reason
+    state: ChatCompletionStreamState[None] = ChatCompletionStreamState()
+    for chunk in client.chat.completions.create(**options, stream=True):
+        state.handle_chunk(chunk)
+    folded = state.current_completion_snapshot.choices[0]
+    return folded.message, folded.finish_reason
+
+
+def _one_valid_call(message: Any, finish_reason: str | None) -> None:
+    (call,) = message.tool_calls or []
+    jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+    assert finish_reason == "tool_calls" and not getattr(message, "errors", None), message
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reasoning_budget_ends_required_in_a_call(family: Family, served: openai.OpenAI, stream: bool) -> None:
+    """Every e2e family that has reasoning: thinking on, tool_choice required, a budget of 8 tokens."""
+    reasoning = lower(family.description).reasoning
+    if reasoning is None:
+        pytest.skip(f"{family.name}: the template writes no reasoning block")
+    message, finish_reason = _thinking_required(served, stream, thinking_token_budget=BUDGET)
+    _one_valid_call(message, finish_reason)
+    if reasoning.opened_by_prompt(True):  # the model reasoned (DeepSeek V3.1): the budget cut its block
+        assert getattr(message, "reasoning_content", None), message
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reasoning_budget_ends_required_in_a_call_where_the_prompt_opens_reasoning(
+    reasoning_family: Family, stream: bool
+) -> None:
+    """MiniMax-M2 (its prompt always opens the block) and Qwen3 (its model opens one), with the budget
+    the server's default (--reasoning-budget). Without a budget either random model reasons to the
+    token limit and no call comes: what the issue saw."""
+    config = ServeConfig(
+        reasoning_family.template,
+        reasoning_family.description,
+        reasoning_family.server.url,
+        timeout=600.0,
+        reasoning_budget=BUDGET,
+    )
+    with running(config) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=600.0)
+        message, finish_reason = _thinking_required(client, stream)
+        _one_valid_call(message, finish_reason)
+        assert getattr(message, "reasoning_content", None), message  # the budget cut a block it had begun
+        unbudgeted, cut = _thinking_required(client, stream, thinking_token_budget=-1)
+        assert cut == "length" and not unbudgeted.tool_calls, unbudgeted

@@ -3,6 +3,9 @@ tests/backends/conftest.py): it answers in llama-server's reply shape, batch or 
 script a test sets, and records every request. It checks our half of the protocol; it is not a
 llama-server, so it proves nothing about what a real server accepts.
 
+``scripts``, a list of scripts, answers the next requests one each before ``script`` answers the rest;
+``headers`` holds the headers of every request, in the order of ``requests``.
+
 Besides the script, a test can make it misbehave: ``raw`` (bytes written as the whole answer, then
 the connection closed), ``delay`` (seconds before answering) and ``pace`` (seconds between streamed
 events, written one at a time; ``disconnected`` is set when the client has gone away)."""
@@ -30,6 +33,7 @@ class _StandIn(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.requests.append((self.path, None))  # type: ignore[attr-defined]
+        self.server.headers.append(dict(self.headers))  # type: ignore[attr-defined]
         if self.path == "/v1/models":
             self._send(200, "application/json", json.dumps({"object": "list", "data": [MODEL]}))
         elif self.path == "/health":
@@ -40,7 +44,9 @@ class _StandIn(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append((self.path, body))  # type: ignore[attr-defined]
-        status, content, stop_type = self.server.script  # type: ignore[attr-defined]
+        self.server.headers.append(dict(self.headers))  # type: ignore[attr-defined]
+        scripts = self.server.scripts  # type: ignore[attr-defined]
+        status, content, stop_type = scripts.pop(0) if scripts else self.server.script  # type: ignore[attr-defined]
         with self.server.lock:  # type: ignore[attr-defined]
             self.server.in_flight += 1  # type: ignore[attr-defined]
             self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)  # type: ignore[attr-defined]
@@ -120,7 +126,9 @@ def serving() -> Iterator[ThreadingHTTPServer]:
     """A stand-in on a free local port; set ``server.script = (status, content, stop_type)``."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
     server.requests = []  # type: ignore[attr-defined]
+    server.headers = []  # type: ignore[attr-defined]
     server.script = (200, "", "eos")  # type: ignore[attr-defined]
+    server.scripts = []  # type: ignore[attr-defined]
     server.raw = None  # type: ignore[attr-defined]
     server.delay = 0.0  # type: ignore[attr-defined]
     server.pace = 0.0  # type: ignore[attr-defined]

@@ -388,3 +388,45 @@ def test_every_tolerance_has_a_row() -> None:
 
     shown = {kind for row in ROWS.values() for kind in row.warnings}
     assert shown == set(TOLERANCES), set(TOLERANCES) - shown
+
+
+def test_inline_reasoning_leaves_the_block_in_content(tmp_path) -> None:
+    """With inline reasoning the block stays in content as written, the opener the prompt wrote first
+    (llama-server's --reasoning-format none); the command line and a generated module do the same."""
+    from helpers.cli import run
+
+    from analyzer.backends.parser.codegen import generate_parser_module
+
+    output = "Let me see.\n</think>\n\nHello."
+    parser = Parser(golden("Qwen3.5-4B"), TOOLS, thinking=True, inline_reasoning=True)
+    batch, streamed = _read(parser, output)
+    assert streamed == batch
+    assert batch["content"] == "<think>\nLet me see.\n</think>\n\nHello." and "reasoning_content" not in batch
+    module = _imported(generate_parser_module(golden("Qwen3.5-4B"), TOOLS, thinking=True), tmp_path)
+    assert module.parse(output, inline_reasoning=True)["content"] == batch["content"]
+    code, out, _ = run(["parse", str(_corpus("Qwen3.5-4B")), "--thinking", "--inline-reasoning"], input=output)
+    assert code == 0 and json.loads(out)["content"] == batch["content"]
+
+
+def _corpus(name: str):
+    from analyzer import corpus
+
+    return corpus.fetch() / f"{name}.jinja"
+
+
+def _imported(source: str, folder):
+    """A generated parser module, imported from its file (dataclasses look their module up)."""
+    import importlib.util
+    import sys
+
+    path = folder / "generated_inline.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("_generated_inline", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_generated_inline"] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["_generated_inline"]
+    return module

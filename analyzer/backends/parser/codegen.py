@@ -57,9 +57,10 @@ class StreamParser:
     ``continuing``: the partial assistant message the prompt ends inside, which the output continues
     (``message`` is then the whole message; the deltas carry only the output's text)."""
 
-    def __init__(self, tools=None, *, thinking=THINKING, strict=False, continuing=None):
+    def __init__(self, tools=None, *, thinking=THINKING, strict=False, inline_reasoning=False, continuing=None):
+        tools = TOOLS if tools is None else tools
         self._stream = Parser(
-            SHAPE, TOOLS if tools is None else tools, thinking=thinking, strict=strict, continuing=continuing
+            SHAPE, tools, thinking=thinking, strict=strict, inline_reasoning=inline_reasoning, continuing=continuing
         ).stream()
 
     def feed(self, chunk):
@@ -73,11 +74,15 @@ class StreamParser:
         return self._stream.message.to_dict()
 
 
-def parse(text, tools=None, *, thinking=THINKING, strict=False, continuing=None):
+def parse(text, tools=None, *, thinking=THINKING, strict=False, inline_reasoning=False, continuing=None):
     """The OpenAI-style assistant message (a dict) in a whole model output; ``strict``: read only what
-    the template writes (no tolerance for what models write otherwise); ``continuing``: the partial
-    assistant message the prompt ends inside, which the output continues (the whole message is returned)."""
-    parser = Parser(SHAPE, TOOLS if tools is None else tools, thinking=thinking, strict=strict, continuing=continuing)
+    the template writes (no tolerance for what models write otherwise); ``inline_reasoning``: leave
+    reasoning in content, markers included; ``continuing``: the partial assistant message the prompt
+    ends inside, which the output continues (the whole message is returned)."""
+    tools = TOOLS if tools is None else tools
+    parser = Parser(
+        SHAPE, tools, thinking=thinking, strict=strict, inline_reasoning=inline_reasoning, continuing=continuing
+    )
     return parser.parse(text).to_dict()
 
 

@@ -120,8 +120,8 @@ def _results_turn(results: list[tuple[int, str, Any]]) -> dict[str, Any]:
 
 
 def _text(content: Any) -> str:
-    if isinstance(content, list):  # OpenAI content parts
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    if isinstance(content, list):  # OpenAI content parts: their text, joined as for the native format
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
     return "" if content is None else str(content)
 
 
