@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .call_forms import JsonCall
 from .shape import (
@@ -157,7 +157,12 @@ class CallMatcher:
         self.closers = closers
         # What may stand right after each name part: it ends an undeclared name.
         self._name_ends = {id(part): self._ends_after(k) for k, part in enumerate(parts) if isinstance(part, Name)}
-        self._form_groups = {id(part): form_groups(part.forms) for part in parts if isinstance(part, KeyValueArgs)}
+        # (kept by the forms' identity: a server makes a parser per request, and grouping them costs)
+        self._form_groups = {
+            id(part): _FORM_GROUPS.get(part.forms, form_groups, part.forms)
+            for part in parts
+            if isinstance(part, KeyValueArgs)
+        }
         # Each part with its matcher and the text that may follow it, read off the parts once.
         self._steps = tuple((_HANDLERS.get(type(part)), part, self._following_text(k)) for k, part in enumerate(parts))
 
@@ -671,6 +676,32 @@ class FormGroup:
         key_part = self.parts[self.key_at]
         key = escape_name(key, key_part.escapes) if isinstance(key_part, ArgKey) else key
         return _Tag(open_before + key + open_after, close_before + key + close_after)
+
+
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+class ByIdentity(Generic[_Key, _Value]):
+    """What is worked out from a part of an output shape, kept by that part's identity: the shape
+    lives as long as its parsers, and hashing it (a tree of frozen dataclasses) would cost more than
+    the work. Keeps the keys alive, so an identity is never reused while kept; at most 256."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[_Key, _Value]] = {}
+
+    def get(self, key: _Key, make: Callable[..., _Value], *arguments: Any) -> _Value:
+        kept = self._kept.get(id(key))
+        if kept is not None and kept[0] is key:
+            return kept[1]
+        value = make(*arguments)
+        if len(self._kept) >= 256:
+            self._kept.clear()
+        self._kept[id(key)] = (key, value)
+        return value
+
+
+_FORM_GROUPS: ByIdentity[tuple[ArgumentShape, ...], tuple[FormGroup, ...]] = ByIdentity()
 
 
 def form_groups(forms: tuple[ArgumentShape, ...]) -> tuple[FormGroup, ...]:

@@ -16,10 +16,10 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any
 
 from .calls import ToolSchemas, generated_id
-from .match import NEED, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, match_word, skip_ws
+from .match import NEED, ByIdentity, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
 from .tolerance import (
@@ -38,8 +38,6 @@ from .tolerance import (
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
 _START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
-_Key = TypeVar("_Key")
-_Value = TypeVar("_Value")
 _FENCE = "```"
 # A markdown code fence opening a line: models wrap JSON in one where the format asks for bare JSON. Only
 # a fence that says nothing or JSON is dropped: another language's (```python) is the model's content.
@@ -63,6 +61,18 @@ class Stream:
     a prefill; see ``Prefill``), which the output continues. ``message`` is then the whole message,
     the prefill's text and what the output adds; the deltas carry only what the output adds."""
 
+    # State most parses never change, set on the instance only when it does (a stream is made per
+    # parse, and each assignment in __init__ is paid by every one):
+    _waiting_word = ""  # reasoning: the word a call under way starts with
+    _call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
+    _opener_checked = False  # the start of reasoning (or of the output) was read for a marker
+    _reasoned = False  # some reasoning text was read
+    _reasoned_block = False  # a reasoning block was closed
+    _header_checked = False  # the start of the output was read for the prompt's last marker again
+    _listless = False  # a JSON list section was opened without its bracket
+    _inline = False  # reasoning is left inline, as content
+    _inline_opener = ""  # the opener the prompt wrote, still to be written inline
+
     def __init__(
         self,
         shape: OutputShape,
@@ -75,9 +85,10 @@ class Stream:
         plan: _Plan | None = None,
         continuing: Mapping[str, Any] | Prefill | None = None,
     ):
-        # Reasoning left inline: it and its markers are content, the opener the prompt wrote first.
-        self._inline = inline_reasoning
-        self._inline_opener = _prompt_opener(shape, thinking) if inline_reasoning else ""
+        if inline_reasoning:
+            # Reasoning left inline: it and its markers are content, the opener the prompt wrote first.
+            self._inline = True
+            self._inline_opener = _prompt_opener(shape, thinking)
         self.shape = shape
         self.strict = strict  # read only what the template writes: no tolerance (tolerance.py)
         self.tools = tools if isinstance(tools, ToolSchemas) else ToolSchemas(tools)
@@ -90,15 +101,8 @@ class Stream:
         self._after_reasoning_read = False
         self._candidate_scan = 0  # reasoning: where the next possible call is looked for
         self._waiting_call = -1  # reasoning: where a call under way starts
-        self._waiting_word = ""  # and the word it starts with
         self._ender_scan = 0  # reasoning: where the text ending that call is looked for
         self._retry_length = 0  # reasoning: the buffer's length at which that call is matched again
-        self._call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
-        self._opener_checked = False  # the start of reasoning (or of the output) was read for a marker
-        self._reasoned = False  # some reasoning text was read
-        self._reasoned_block = False  # a reasoning block was closed
-        self._header_checked = False  # the start of the output was read for the prompt's last marker again
-        self._listless = False  # a JSON list section was opened without its bracket
         self._surrogates: list[ParseError] = []
         self.message = Message()
         self._buf = ""
@@ -364,29 +368,41 @@ class Stream:
         header = self._plan.prompt_header
         if header and not self._header_checked:
             # The generation prompt's last marker written again (``<|CHATBOT_TOKEN|>``).
-            head = skip_ws(buf := self._buf, 0)
-            step = match_word(buf, head, header, final)
-            if step is NEED:
+            at = self._leading(header, final)
+            if at is NEED:
                 return
             self._header_checked = True
-            if isinstance(step, int):
-                self._warn(deltas, REPEATED_PROMPT_MARKER, head)
-                self._consume(step)
+            if isinstance(at, int):
+                self._warn(deltas, REPEATED_PROMPT_MARKER, at)
+                self._consume(at + len(header))
         if shape.reasoning is not None and not self.strict and not self._opener_checked:
             # A reasoning closer first, with no opener: the prompt may have opened the block.
-            head = skip_ws(buf := self._buf, 0)
-            step = match_literal(buf, head, shape.reasoning.close, final)
-            if step is NEED:
+            close = shape.reasoning.close
+            at = self._leading(close[0].text, final)
+            closed: Step | None = match_literal(self._buf, at, close, final) if isinstance(at, int) else at
+            if closed is NEED:
                 return  # the closer, or the start of the output, still to come
             self._opener_checked = True
-            if isinstance(step, int):
-                self._warn(deltas, UNOPENED_REASONING, head)
-                self._inline_text(deltas, step)
-                self._consume(step)
+            if isinstance(closed, int):
+                assert isinstance(at, int)
+                self._warn(deltas, UNOPENED_REASONING, at)
+                self._inline_text(deltas, closed)
+                self._consume(closed)
                 self._block_closed()
                 self._state = _AFTER_REASONING
                 return
         self._content_or_named_call(final)
+
+    def _leading(self, word: str, final: bool) -> int | _Need | None:
+        """Where ``word`` stands at the buffer's start, after whitespace; NEED while the buffer may still
+        become it; None when it is not there (a plain test: this runs at the start of every output)."""
+        buf = self._buf
+        head = skip_ws(buf, 0) if buf[:1].isspace() else 0
+        if buf.startswith(word, head):
+            return head
+        if not final and len(buf) - head < len(word) and word.startswith(buf[head:]):
+            return NEED
+        return None
 
     def _content_or_named_call(self, final: bool) -> None:
         """At the start of the output, or of the message after a reasoning message: a call that opens
@@ -988,7 +1004,7 @@ class Stream:
                 outcome = alternative
         if isinstance(outcome, CallMatch):
             return outcome, outcome.end
-        if (isinstance(outcome, Mismatch) or final) and form.closerless is not None:
+        if (isinstance(outcome, Mismatch) or final) and form.may_lack_closer:
             # The call's closing text left out where the output ends or the next call begins.
             closed = self._closerless_call(form, start, final)
             if closed is NEED:
@@ -1003,9 +1019,7 @@ class Stream:
         after the start of that text), or where what may follow a call stands (the next call's opener,
         a separator, the section's closer, a stop). NEED while the text cannot tell yet."""
         buf, memo, followers = self._buf, self._memo, self._plan.followers
-        for matcher in (form.closerless, form.closerless_alt):
-            if matcher is None:
-                continue
+        for matcher in form.closerless:
             got = matcher.match(buf, start, final, memo)
             if got is NEED:
                 return NEED if not final else None
@@ -1079,9 +1093,10 @@ class Stream:
                     self._call_start = 0
                     self._state = _CALL
                     return
-            if not self.strict:
-                # Another call behind another separator than the template's (";", ",", none).
-                k = skip_ws(buf, j + 1) if buf.startswith((";", ","), j) else j
+            # Another call behind another separator than the template's (";", ",", none): looked
+            # for only where that is not where the template's was just looked for.
+            k = skip_ws(buf, j + 1) if buf.startswith((";", ","), j) else j
+            if not self.strict and k != step:
                 opens = self._opens_call(buf, k, final) if k < len(buf) or final else NEED
                 if opens is NEED:
                     return
@@ -1279,14 +1294,15 @@ class _Plan:
                 parts, tools.schemas, calls.followers, call_separator=separator, next_call=opens, strict=strict
             )
 
-        self.whole = _CallForm.of(calls.call, calls.no_arguments, 0, strict, matcher_of) if calls else None
+        self.whole = _CallForm(calls.call, calls.no_arguments, 0, strict, matcher_of) if calls else None
         self.matcher = self.whole.matcher if self.whole else None
         self.alt_matcher = self.whole.alt if self.whole else None
         # A call whose opener is several markers, the later one distinctive (``<tool_call>`` then
         # ``<function=``): models sometimes leave the first out, and content watches the later one too.
         skip = _headless_start(calls) if calls and not strict else 0
-        self.headless = (
-            _CallForm.of(calls.call, calls.no_arguments, skip, strict, matcher_of) if calls and skip else None
+        self._headless: _CallForm | None = None  # made when first needed (most outputs never do)
+        self._make_headless = (
+            (lambda: _CallForm(calls.call, calls.no_arguments, skip, strict, matcher_of)) if calls and skip else None
         )
         first = calls.call[skip] if calls and skip else None
         self.headless_word = first.text if isinstance(first, Marker) else ""
@@ -1356,6 +1372,13 @@ class _Plan:
             shape, _waits_of, shape, self.watch, self.reasoning_watch, self.after_reasoning_words
         )
 
+    @property
+    def headless(self) -> _CallForm | None:
+        """The form of a call written without its first marker, where its second is distinctive."""
+        if self._headless is None and self._make_headless is not None:
+            self._headless = self._make_headless()
+        return self._headless
+
     @staticmethod
     def _after_reasoning_words(shape: OutputShape) -> tuple[str, ...]:
         """What may follow a reasoning block the model skipped: a call, a content wrapper, the rest of
@@ -1406,34 +1429,48 @@ class _Plan:
         return [word for word in dict.fromkeys(watch) if word]
 
 
-class _CallForm(NamedTuple):
+class _CallForm:
     """The matchers of one way a call is written: whole (and its form without arguments), and without
-    its closing markers, for a call whose closing text the model left out."""
+    its closing markers, for a call whose closing text the model left out (those made when first
+    needed: a server makes a parser per request, and most outputs never need them)."""
 
-    matcher: CallMatcher
-    alt: CallMatcher | None
-    closerless: CallMatcher | None
-    closerless_alt: CallMatcher | None
+    __slots__ = ("_closerless", "_made", "_matcher_of", "_open_parts", "alt", "matcher")
 
-    @staticmethod
-    def of(
+    def __init__(
+        self,
         call: tuple[Part, ...],
         no_arguments: tuple[Part, ...] | None,
         skip: int,
         strict: bool,
         matcher_of: Callable[[tuple[Part, ...] | None], CallMatcher | None],
-    ) -> _CallForm:
+    ) -> None:
         """The form of ``call`` (and ``no_arguments``) from part ``skip`` on."""
         parts, alt = call[skip:], no_arguments[skip:] if no_arguments and skip < len(no_arguments) else None
         whole = matcher_of(parts)
         assert whole is not None
-        closing, alt_closing = len(_closing_markers(parts)), len(_closing_markers(alt)) if alt else 0
-        return _CallForm(
-            whole,
-            matcher_of(alt),
-            matcher_of(parts[:-closing]) if closing and not strict and closing < len(parts) else None,
-            matcher_of(alt[:-alt_closing]) if alt and alt_closing and not strict and alt_closing < len(alt) else None,
-        )
+        self.matcher, self.alt = whole, matcher_of(alt)
+        self._matcher_of = matcher_of
+        self._open_parts = () if strict else tuple(_less_closing(p) for p in (parts, alt) if p)
+        self._made = False
+        self._closerless: tuple[CallMatcher, ...] = ()
+
+    @property
+    def closerless(self) -> tuple[CallMatcher, ...]:
+        """The matchers of the call without its closing markers (none where it has none, or strict)."""
+        if not self._made:
+            self._closerless = tuple(m for p in self._open_parts if p and (m := self._matcher_of(p)) is not None)
+            self._made = True
+        return self._closerless
+
+    @property
+    def may_lack_closer(self) -> bool:
+        return any(self._open_parts)
+
+
+def _less_closing(parts: tuple[Part, ...]) -> tuple[Part, ...]:
+    """A call's parts without the markers it ends with; () where it ends with none, or they are all it has."""
+    closing = len(_closing_markers(parts))
+    return parts[:-closing] if closing and closing < len(parts) else ()
 
 
 def _last_marker(text: str) -> str:
@@ -1705,7 +1742,7 @@ def _loose_literal(buf: str, literal: Markers) -> Step:
 
 
 def _joined_markers(literal: Markers) -> tuple[str, frozenset[int]]:
-    """A literal's markers as one text, and where in it each marker ends (kept: see ``_ByIdentity``)."""
+    """A literal's markers as one text, and where in it each marker ends (kept: see ``ByIdentity``)."""
     return _JOINED.get(literal, _join_markers, literal)
 
 
@@ -1717,27 +1754,8 @@ def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
     return "".join(marker.text for marker in literal), frozenset(ends)
 
 
-class _ByIdentity(Generic[_Key, _Value]):
-    """What is worked out from a part of an output shape, kept by that part's identity: the shape
-    lives as long as its parsers, and hashing it (a tree of frozen dataclasses) would cost more than
-    the work. Keeps the keys alive, so an identity is never reused while kept; at most 256."""
-
-    def __init__(self) -> None:
-        self._kept: dict[int, tuple[_Key, _Value]] = {}
-
-    def get(self, key: _Key, make: Callable[..., _Value], *arguments: Any) -> _Value:
-        kept = self._kept.get(id(key))
-        if kept is not None and kept[0] is key:
-            return kept[1]
-        value = make(*arguments)
-        if len(self._kept) >= 256:
-            self._kept.clear()
-        self._kept[id(key)] = (key, value)
-        return value
-
-
-_JOINED: _ByIdentity[Markers, tuple[str, frozenset[int]]] = _ByIdentity()
-_SHAPE_WAITS: _ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = _ByIdentity()
+_JOINED: ByIdentity[Markers, tuple[str, frozenset[int]]] = ByIdentity()
+_SHAPE_WAITS: ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = ByIdentity()
 
 
 def _wordy(ch: str) -> bool:
