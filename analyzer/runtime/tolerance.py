@@ -18,8 +18,8 @@ MARKER_WHITESPACE = "marker_whitespace"
 # A call written without an opening marker the template writes before a distinctive one: the section
 # opener before the call's own, or a call's first marker ("<function=run>" with no "<tool_call>").
 MISSING_OPENER = "missing_opener"
-# A call's or a section's closing text missing where the output ends (the model stopped at its end
-# token): what was written is read as the whole call.
+# A call's or a section's closing text cut short or missing where the output ends (the model stopped
+# at its end token), or before the next call: what was written is read as the whole call.
 MISSING_CLOSER = "missing_closer"
 # Bare JSON calls (or a JSON reply) inside a markdown code fence.
 CODE_FENCE = "code_fence"
@@ -36,10 +36,9 @@ CALL_SEPARATOR = "call_separator"
 CALL_LIST = "call_list"
 # The reasoning opener written again after the prompt opened the block.
 REPEATED_REASONING_OPENER = "repeated_reasoning_opener"
-# A reasoning closer with no opener before it, where the prompt may have opened the block: the text
-# before it is reasoning.
+# A reasoning closer first in the output, with no opener, where the prompt may have opened the block:
+# an empty block.
 UNOPENED_REASONING = "unopened_reasoning"
-
 # A reasoning closer where no block is open, after one closed: a stray marker, dropped.
 STRAY_REASONING_MARKER = "stray_reasoning_marker"
 # The marker the generation prompt ends with (the assistant header's) written again first.
@@ -48,7 +47,7 @@ REPEATED_PROMPT_MARKER = "repeated_prompt_marker"
 TOLERANCES = {
     MARKER_WHITESPACE: "whitespace between the parts of a marker the template writes joined",
     MISSING_OPENER: "a call without an opening marker the template writes before a distinctive one",
-    MISSING_CLOSER: "a call's or section's closing text missing where the output ends",
+    MISSING_CLOSER: "a call's or section's closing text missing where the output ends, or before the next call",
     CODE_FENCE: "JSON inside a markdown code fence",
     LITERAL_SYNTAX: "a value in the other literal syntax than the template's (Python for JSON, or JSON for Python)",
     ARGUMENTS_ENCODING: "arguments as a JSON string where the template writes an object, or the reverse",
