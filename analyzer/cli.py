@@ -879,7 +879,7 @@ def corpus_fetch(dest: str | None, sdist: str | None) -> None:
     "--json", "as_json", is_flag=True, help='One JSON object: {"golden_dir", "checked", "changed", "updated"}.'
 )
 def golden(update: bool, corpus_dir: str | None, golden_dir: str | None, as_json: bool) -> None:
-    """Compare the analysis of every corpus template with golden/ (or rewrite it with --update)."""
+    """Compare the analysis and audit of every corpus template with golden/ (or rewrite it with --update)."""
     from pathlib import Path
 
     from analyzer import corpus as corpus_lib

@@ -10,8 +10,10 @@ import sys
 
 import pytest
 from helpers.cli import run
+from helpers.golden import GOLDEN
 
 from analyzer.cli import cli
+from analyzer.golden import AUDIT_FOLDER
 
 
 def test_analyze_summary_shows_markers_with_visible_whitespace(corpus_dir):
@@ -282,10 +284,21 @@ def test_diff_shows_what_changed_in_behaviour(tmp_path, corpus_dir):
     assert code == 0 and out.strip() == "no change in behaviour"
 
 
-def test_compare_runs_on_the_whole_corpus(corpus_paths):
+def test_compare_of_the_whole_corpus_is_golden(corpus_paths):
+    """`compare --json` over every corpus template: one row per template, in the order given, each equal
+    to the row golden/audit/<name>.json holds; the table has the same rows."""
+    code, out, err = run(["compare", "--json", *[str(p) for p in corpus_paths]])
+    assert code == 0, err
+    rows = json.loads(out)["templates"]
+    expected = [
+        json.loads((GOLDEN / AUDIT_FOLDER / f"{p.stem}.json").read_text(encoding="utf-8"))["compare"]
+        for p in corpus_paths
+    ]
+    assert [row["template"] for row in rows] == [p.stem for p in corpus_paths]
+    assert rows == expected
     code, out, err = run(["compare", *[str(p) for p in corpus_paths]])
     assert code == 0, err
-    assert len(out.splitlines()) == 1 + len(corpus_paths)
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [p.stem for p in corpus_paths]
 
 
 def test_package_names_resolve_lazily() -> None:
