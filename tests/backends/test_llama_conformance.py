@@ -35,6 +35,8 @@ def _located() -> tuple[Path, Path] | None:
 LOCATED = _located()
 NO_SDIST = f"the pinned {corpus.SDIST_NAME} is not beside the corpus folder (run `template-analyzer corpus fetch`)"
 needs_sdist = pytest.mark.skipif(LOCATED is None, reason=NO_SDIST)
+# The cases are read from the corpus's sdist when the module is collected: no fixture says so.
+pytestmark = pytest.mark.corpus
 
 # Why we read a case otherwise than llama.cpp's test expects, grouped by cause.
 # continue_final_message: the prefilled assistant message is given to our parser (``continuing``); these

@@ -390,7 +390,7 @@ def test_every_tolerance_has_a_row() -> None:
     assert shown == set(TOLERANCES), set(TOLERANCES) - shown
 
 
-def test_inline_reasoning_leaves_the_block_in_content(tmp_path) -> None:
+def test_inline_reasoning_leaves_the_block_in_content(tmp_path, corpus_dir) -> None:
     """With inline reasoning the block stays in content as written, the opener the prompt wrote first
     (llama-server's --reasoning-format none); the command line and a generated module do the same."""
     from helpers.cli import run
@@ -404,14 +404,10 @@ def test_inline_reasoning_leaves_the_block_in_content(tmp_path) -> None:
     assert batch["content"] == "<think>\nLet me see.\n</think>\n\nHello." and "reasoning_content" not in batch
     module = _imported(generate_parser_module(golden("Qwen3.5-4B"), TOOLS, thinking=True), tmp_path)
     assert module.parse(output, inline_reasoning=True)["content"] == batch["content"]
-    code, out, _ = run(["parse", str(_corpus("Qwen3.5-4B")), "--thinking", "--inline-reasoning"], input=output)
+    code, out, _ = run(
+        ["parse", str(corpus_dir / "Qwen3.5-4B.jinja"), "--thinking", "--inline-reasoning"], input=output
+    )
     assert code == 0 and json.loads(out)["content"] == batch["content"]
-
-
-def _corpus(name: str):
-    from analyzer import corpus
-
-    return corpus.fetch() / f"{name}.jinja"
 
 
 def _imported(source: str, folder):
