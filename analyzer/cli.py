@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
-from analyzer import __version__
 from analyzer.choices import (
     DEFAULT_ENGINE,
     DEFAULT_N_PREDICT,
@@ -27,6 +26,7 @@ from analyzer.choices import (
     WHITESPACE_MODES,
 )
 from analyzer.errors import AnalyzerError, ConversationError, InputError, MissingDependency, ReplyCut
+from analyzer.version import __version__
 
 if TYPE_CHECKING:
     from analyzer.description import FormatDescription

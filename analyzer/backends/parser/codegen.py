@@ -22,27 +22,37 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analyzer import __version__
 from analyzer.description import FormatDescription
 from analyzer.errors import CodegenError, InputError
 from analyzer.lower import lower
 from analyzer.runtime.shape import OutputShape, shape_to_dict
+from analyzer.version import __version__
 
 RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
-# In the order a module's top-level statements need the ones before them.
-RUNTIME_MODULES = (
-    "nodes",
-    "call_forms",
-    "shape",
-    "message",
-    "tolerance",
-    "values",
-    "schema",
-    "calls",
-    "match",
-    "stream",
-    "command",
-)
+
+
+def runtime_modules() -> tuple[str, ...]:
+    """The runtime's modules (every ``runtime/*.py`` but ``__init__``) in an order in which each comes
+    after the ones its top-level statements import, by name where the imports leave a choice: one
+    namespace holds them all, so a name must be defined before a later module's top level uses it."""
+    needs = {path.stem: _relative_imports(path) for path in sorted(RUNTIME.glob("*.py")) if path.stem != "__init__"}
+    order: list[str] = []
+    while len(order) < len(needs):
+        ready = [module for module, used in needs.items() if module not in order and used <= set(order)]
+        if not ready:
+            left = sorted(set(needs) - set(order))
+            raise CodegenError(f"{RUNTIME}: these runtime modules import each other in a cycle: {', '.join(left)}")
+        order.append(ready[0])
+    return tuple(order)
+
+
+def _relative_imports(path: Path) -> set[str]:
+    """The runtime modules ``path``'s top-level statements import (``from .x import ...``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+
+
+RUNTIME_MODULES = runtime_modules()
 
 _API = '''
 
