@@ -165,8 +165,8 @@ def cli(ctx: click.Context) -> None:
 @variant_option
 def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str | None) -> None:
     """Analyse TEMPLATES (.jinja, tokenizer_config.json, model folder, GGUF, or - for stdin)."""
+    from analyzer.backends.summary import summarize
     from analyzer.description import to_dict
-    from analyzer.summary import summarize
 
     color = None if not as_json else False
     failed = 0
