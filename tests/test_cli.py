@@ -302,8 +302,8 @@ def test_compare_of_the_whole_corpus_is_golden(corpus_paths):
 
 
 def test_package_names_resolve_lazily() -> None:
-    """`import analyzer` loads no part of the library (only the version's module, one assignment); each public name resolves to the object its
-    module defines, and __all__ lists exactly the names that resolve."""
+    """`import analyzer` loads no part of the library (only the version's module, one assignment); each
+    public name resolves to the object its module defines, and __all__ lists exactly the names that resolve."""
     code = (
         "import sys, analyzer\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('analyzer.'))\n"

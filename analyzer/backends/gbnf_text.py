@@ -16,6 +16,11 @@ _RESERVED = frozenset({"root", "start"})
 _CLASS_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+def name_part(hint: str) -> str:
+    """``hint`` as the lower-case letters, digits and dashes a GBNF rule name is made of."""
+    return _NAME_JUNK.sub("-", hint.lower()).strip("-")
+
+
 def literal(text: str) -> str:
     """A GBNF string literal for ``text``. Non-ASCII characters are written as themselves: an escape
     like ``\\u00e9`` is read differently by GBNF tools, the raw UTF-8 is read the same by all."""
@@ -128,7 +133,7 @@ class Rules:
         return self._recursive[hint]
 
     def _fresh(self, hint: str) -> str:
-        base = _NAME_JUNK.sub("-", hint.lower()).strip("-") or "r"
+        base = name_part(hint) or "r"
         name, n = base, 1
         while name in self._bodies or name in _RESERVED:
             n += 1

@@ -37,15 +37,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from analyzer.backends.gbnf_text import Rules, choice, group, literal, optional, ordered, seq
+from analyzer.backends.gbnf_text import Rules, choice, group, literal, name_part, optional, ordered, seq
 from analyzer.backends.gbnf_values import Bound, integer_range, number_range, pattern_body
 
-_NAME_JUNK = re.compile(r"[^a-z0-9]+")
 # Keywords that say nothing about which values are valid.
 _ANNOTATIONS = frozenset(
     {
@@ -222,7 +220,7 @@ class SchemaRules:
         if any(k not in _ANNOTATIONS for k in rest):
             # Keywords beside a $ref apply with it: merged, as allOf.
             return self.value({"allOf": [target, rest]}, hint)
-        name = _NAME_JUNK.sub("-", str(ref).lower()).strip("-")
+        name = name_part(str(ref))
         key = f"{self.prefix}ref-{name}{'-exact' if self.separators else ''}"
         return self.rules.recursive(key, lambda _: self.value(target, f"{self.prefix}{name}"))
 
