@@ -12,6 +12,7 @@ Nothing is lost: each character of output ends up in content, reasoning, a call,
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -19,13 +20,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .calls import ToolSchemas, generated_id
-from .match import NEED, ByIdentity, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
+from .headers import HeaderVariant, call_variants, content_headers
+from .match import (
+    NEED,
+    ByIdentity,
+    CallMatch,
+    CallMatcher,
+    Mismatch,
+    Step,
+    VariantMatcher,
+    _Need,
+    match_literal,
+    skip_ws,
+)
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
 from .tolerance import (
     CALL_LIST,
     CALL_SEPARATOR,
     CODE_FENCE,
+    HEADER_WORD,
     MARKER_WHITESPACE,
     MISSING_CLOSER,
     MISSING_OPENER,
@@ -747,6 +761,24 @@ class Stream:
             self._call_start = 0
             self._state = _CALL
             return
+        reordered = self._plan.reordered.get(word) if calls is not None else None
+        if reordered is not None:
+            # A call header written with its channel part first (headers.py): a call once the part
+            # that names it follows.
+            form, opening = reordered
+            step = match_literal(buf, 0, opening, final)
+            if step is NEED:
+                return
+            if isinstance(step, int):
+                self._call_form = form
+                self._call_start = 0
+                self._state = _CALL
+                return
+        if word in self._plan.content_headers:
+            # The content wrapper's opener with another channel word the template writes (headers.py).
+            self._warn(deltas, HEADER_WORD, 0)
+            self._consume(len(word))
+            return
         if calls is not None and word and word == self._plan.headless_word:
             # A call's later opening marker without the first (``<function=`` with no ``<tool_call>``).
             self._warn(deltas, MISSING_OPENER, 0)
@@ -1002,6 +1034,8 @@ class Stream:
             alternative = form.alt.match(buf, start, final, memo)
             if not isinstance(alternative, Mismatch):
                 outcome = alternative
+        if isinstance(outcome, Mismatch) and form.variants:
+            outcome = _variant_match(form.variants, buf, start, final, memo, outcome)
         if isinstance(outcome, CallMatch):
             return outcome, outcome.end
         if (isinstance(outcome, Mismatch) or final) and form.may_lack_closer:
@@ -1295,6 +1329,38 @@ class _Plan:
             )
 
         self.whole = _CallForm(calls.call, calls.no_arguments, 0, strict, matcher_of) if calls else None
+        # A call header written as the template's other headers are (headers.py): in the call's own
+        # order, tried where the call is no call as written; channel part first, known by its first word.
+        variants = () if strict or calls is None else _SHAPE_HEADERS.get(shape, call_variants, shape)
+        self.reordered: dict[str, tuple[_CallForm, Markers]] = {}
+
+        def variant_matcher(variant: HeaderVariant) -> CallMatcher:
+            return VariantMatcher(
+                variant.parts,
+                variant.kinds,
+                tools.schemas,
+                calls.followers if calls else (),
+                call_separator=separator,
+                next_call=opens,
+                strict=strict,
+            )
+
+        if self.whole is not None and variants:
+            self.whole.variants = tuple(variant_matcher(v) for v in variants if not v.reordered)
+            for variant in variants:
+                if not variant.reordered:
+                    continue
+                lead = variant.opening[0].text
+                if lead in self.reordered:
+                    known = self.reordered[lead][0]
+                    known.variants = (*known.variants, variant_matcher(variant))
+                else:
+                    # (no closerless form: it would not record the header's tolerance)
+                    form = _CallForm(variant.parts, None, 0, True, functools.partial(_only, variant_matcher(variant)))
+                    self.reordered[lead] = (form, variant.opening)
+        self.content_headers = (
+            frozenset(header.text for header in content_headers(shape)) if not strict else frozenset()
+        )
         self.matcher = self.whole.matcher if self.whole else None
         self.alt_matcher = self.whole.alt if self.whole else None
         # A call whose opener is several markers, the later one distinctive (``<tool_call>`` then
@@ -1419,6 +1485,7 @@ class _Plan:
         for literal in (shape.content_open, shape.content_close):
             if literal:
                 watch.append(literal[0].text)
+        watch += [*self.reordered, *self.content_headers]
         if calls is not None and calls.section_close and len(calls.section_close[0].text) > 2:
             # A closer some templates write after content (not a bare "]", which is only JSON syntax).
             watch.append(calls.section_close[0].text)
@@ -1434,7 +1501,7 @@ class _CallForm:
     its closing markers, for a call whose closing text the model left out (those made when first
     needed: a server makes a parser per request, and most outputs never need them)."""
 
-    __slots__ = ("_closerless", "_made", "_matcher_of", "_open_parts", "alt", "matcher")
+    __slots__ = ("_closerless", "_made", "_matcher_of", "_open_parts", "alt", "matcher", "variants")
 
     def __init__(
         self,
@@ -1453,6 +1520,8 @@ class _CallForm:
         self._open_parts = () if strict else tuple(_less_closing(p) for p in (parts, alt) if p)
         self._made = False
         self._closerless: tuple[CallMatcher, ...] = ()
+        # Forms the template does not write, tried where this one is no call (headers.py).
+        self.variants: tuple[CallMatcher, ...] = ()
 
     @property
     def closerless(self) -> tuple[CallMatcher, ...]:
@@ -1465,6 +1534,26 @@ class _CallForm:
     @property
     def may_lack_closer(self) -> bool:
         return any(self._open_parts)
+
+
+def _only(matcher: CallMatcher, parts: tuple[Part, ...] | None) -> CallMatcher | None:
+    """``matcher`` for a form's parts, none for a form without them (a call form of one matcher)."""
+    return matcher if parts else None
+
+
+def _variant_match(
+    variants: tuple[CallMatcher, ...], buf: str, start: int, final: bool, memo: Memo, mismatch: Mismatch
+) -> CallMatch | _Need | Mismatch:
+    """The first of ``variants`` that reads a call at ``start``, in their order (a stream waits while
+    an earlier one may still, so it reads what a batch parse reads); NEED then, or where the output
+    ends inside one (a call cut short); else ``mismatch``."""
+    cut = False
+    for matcher in variants:
+        got = matcher.match(buf, start, final, memo)
+        if isinstance(got, CallMatch) or got is NEED:
+            return got
+        cut = cut or (final and matcher.match(buf, start, False, memo) is NEED)
+    return NEED if cut else mismatch
 
 
 def _less_closing(parts: tuple[Part, ...]) -> tuple[Part, ...]:
@@ -1755,6 +1844,7 @@ def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
 
 
 _JOINED: ByIdentity[Markers, tuple[str, frozenset[int]]] = ByIdentity()
+_SHAPE_HEADERS: ByIdentity[OutputShape, tuple[HeaderVariant, ...]] = ByIdentity()
 _SHAPE_WAITS: ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = ByIdentity()
 
 

@@ -40,6 +40,7 @@ RUNTIME_MODULES = (
     "schema",
     "calls",
     "match",
+    "headers",
     "stream",
     "command",
 )
