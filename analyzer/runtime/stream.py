@@ -761,16 +761,15 @@ class Stream:
             self._call_start = 0
             self._state = _CALL
             return
-        reordered = self._plan.reordered.get(word) if calls is not None else None
-        if reordered is not None:
+        opening = self._plan.reordered.get(word) if calls is not None else None
+        if opening is not None:
             # A call header written with its channel part first (headers.py): a call once the part
             # that names it follows.
-            form, opening = reordered
             step = match_literal(buf, 0, opening, final)
             if step is NEED:
                 return
             if isinstance(step, int):
-                self._call_form = form
+                self._call_form = self._plan.reordered_form(word)
                 self._call_start = 0
                 self._state = _CALL
                 return
@@ -1330,9 +1329,13 @@ class _Plan:
 
         self.whole = _CallForm(calls.call, calls.no_arguments, 0, strict, matcher_of) if calls else None
         # A call header written as the template's other headers are (headers.py): in the call's own
-        # order, tried where the call is no call as written; channel part first, known by its first word.
-        variants = () if strict or calls is None else _SHAPE_HEADERS.get(shape, call_variants, shape)
-        self.reordered: dict[str, tuple[_CallForm, Markers]] = {}
+        # order, tried where the call is no call as written; channel part first, known by its first
+        # word. Their matchers are made when first needed (most outputs never need them).
+        headers = _SHAPE_HEADERS.get(shape, _headers_of, shape) if calls is not None and not strict else None
+        self._variants, self.content_headers = headers or ((), frozenset())
+        # The first word of a header written channel part first, and the markers up to the name.
+        self.reordered = {v.opening[0].text: v.opening for v in self._variants if v.reordered}
+        self._reordered_forms: dict[str, _CallForm] = {}
 
         def variant_matcher(variant: HeaderVariant) -> CallMatcher:
             return VariantMatcher(
@@ -1345,22 +1348,10 @@ class _Plan:
                 strict=strict,
             )
 
-        if self.whole is not None and variants:
-            self.whole.variants = tuple(variant_matcher(v) for v in variants if not v.reordered)
-            for variant in variants:
-                if not variant.reordered:
-                    continue
-                lead = variant.opening[0].text
-                if lead in self.reordered:
-                    known = self.reordered[lead][0]
-                    known.variants = (*known.variants, variant_matcher(variant))
-                else:
-                    # (no closerless form: it would not record the header's tolerance)
-                    form = _CallForm(variant.parts, None, 0, True, functools.partial(_only, variant_matcher(variant)))
-                    self.reordered[lead] = (form, variant.opening)
-        self.content_headers = (
-            frozenset(header.text for header in content_headers(shape)) if not strict else frozenset()
-        )
+        self._variant_matcher = variant_matcher
+        if self.whole is not None and self._variants:
+            in_order = tuple(v for v in self._variants if not v.reordered)
+            self.whole.make_variants = lambda: tuple(map(variant_matcher, in_order))
         self.matcher = self.whole.matcher if self.whole else None
         self.alt_matcher = self.whole.alt if self.whole else None
         # A call whose opener is several markers, the later one distinctive (``<tool_call>`` then
@@ -1394,7 +1385,7 @@ class _Plan:
         self.turn_end = turn_end_before_stop(shape)
         self.watch = self._content_markers(shape)
         self.longest = max((len(word) for word in self.watch), default=1)
-        self._watched = words_search(self.watch)
+        self._watched = _words_search(tuple(self.watch))
         self.reasoning_watch: list[str] = []
         # Where a call may start in reasoning: the trigger word, and (not strict) a call's own opener
         # without the section's, and its later opener without its first.
@@ -1403,7 +1394,7 @@ class _Plan:
             call_words += [self.call_opener] if calls.section_open else []
             call_words += [self.headless_word]
         call_words = [word for word in dict.fromkeys(call_words) if word]
-        self.reasoning_calls = words_search(call_words)
+        self.reasoning_calls = _words_search(tuple(call_words))
         if shape.reasoning:
             self.reasoning_watch = [shape.reasoning.close[0].text, *call_words]
         self.reasoning_longest = max((len(word) for word in self.reasoning_watch), default=1)
@@ -1437,6 +1428,17 @@ class _Plan:
         self.waits, self.reasoning_waits, self.waits_longest = _SHAPE_WAITS.get(
             shape, _waits_of, shape, self.watch, self.reasoning_watch, self.after_reasoning_words
         )
+
+    def reordered_form(self, lead: str) -> _CallForm:
+        """The form of a call whose header starts with its channel part ``lead`` (one of ``reordered``)."""
+        form = self._reordered_forms.get(lead)
+        if form is None:
+            matchers = [self._variant_matcher(v) for v in self._variants if v.reordered and v.opening[0].text == lead]
+            # (no closerless form: it would not record the header's tolerance)
+            form = _CallForm(matchers[0].parts, None, 0, True, functools.partial(_only, matchers[0]))
+            form.make_variants = lambda: tuple(matchers[1:])
+            self._reordered_forms[lead] = form
+        return form
 
     @property
     def headless(self) -> _CallForm | None:
@@ -1501,7 +1503,7 @@ class _CallForm:
     its closing markers, for a call whose closing text the model left out (those made when first
     needed: a server makes a parser per request, and most outputs never need them)."""
 
-    __slots__ = ("_closerless", "_made", "_matcher_of", "_open_parts", "alt", "matcher", "variants")
+    __slots__ = ("_closerless", "_made", "_matcher_of", "_open_parts", "_variants", "alt", "make_variants", "matcher")
 
     def __init__(
         self,
@@ -1520,8 +1522,16 @@ class _CallForm:
         self._open_parts = () if strict else tuple(_less_closing(p) for p in (parts, alt) if p)
         self._made = False
         self._closerless: tuple[CallMatcher, ...] = ()
-        # Forms the template does not write, tried where this one is no call (headers.py).
-        self.variants: tuple[CallMatcher, ...] = ()
+        # Forms the template does not write, tried where this one is no call (headers.py), made when
+        # first needed by ``make_variants``.
+        self._variants: tuple[CallMatcher, ...] = ()
+        self.make_variants: Callable[[], tuple[CallMatcher, ...]] | None = None
+
+    @property
+    def variants(self) -> tuple[CallMatcher, ...]:
+        if self.make_variants is not None:
+            self._variants, self.make_variants = self.make_variants(), None
+        return self._variants
 
     @property
     def closerless(self) -> tuple[CallMatcher, ...]:
@@ -1735,6 +1745,13 @@ def _first_of(characters: set[str]) -> Callable[..., re.Match[str] | None]:
     return re.compile("[" + "".join(re.escape(c) for c in sorted(characters)) + "]").search
 
 
+@functools.lru_cache(maxsize=256)
+def _words_search(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    """``words_search``, once per set of words (a server makes a parser per request; escaping and
+    joining the words costs more than the rest of a plan's searches)."""
+    return words_search(list(words))
+
+
 def words_search(words: list[str]) -> re.Pattern[str] | None:
     """One search for several words: it finds the leftmost, and of those standing there the longest
     (regex alternatives are tried in order, so the longest come first). None for no words."""
@@ -1844,7 +1861,14 @@ def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
 
 
 _JOINED: ByIdentity[Markers, tuple[str, frozenset[int]]] = ByIdentity()
-_SHAPE_HEADERS: ByIdentity[OutputShape, tuple[HeaderVariant, ...]] = ByIdentity()
+_SHAPE_HEADERS: ByIdentity[OutputShape, tuple[tuple[HeaderVariant, ...], frozenset[str]]] = ByIdentity()
+
+
+def _headers_of(shape: OutputShape) -> tuple[tuple[HeaderVariant, ...], frozenset[str]]:
+    """The call header's variants and the content wrapper's other openers (headers.py)."""
+    return call_variants(shape), frozenset(header.text for header in content_headers(shape))
+
+
 _SHAPE_WAITS: ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = ByIdentity()
 
 
