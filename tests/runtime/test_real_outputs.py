@@ -432,6 +432,23 @@ def test_a_count_written_as_the_id_is_the_call_id(template: str, output: str, id
     assert [call["id"] for call in batch["tool_calls"]] == ids, batch
 
 
+@pytest.mark.parametrize(
+    "output",
+    [
+        '<|channel|>commentary to=functions.get_weather<|message|>{"location": "Pa',
+        ' to=functions.get_weather<|channel|>analysis<|message|>{"location": "Pa',
+        "<|channel|>commentary to=functions.get_weather",
+    ],
+)
+def test_a_call_header_variant_cut_short_is_reported_with_its_text(output: str) -> None:
+    """A call in a header form the template does not write, cut off by the end of the output: its text
+    is an unterminated call, not content, and not lost (gpt-oss)."""
+    batch, streamed = _read(Parser(golden("openai-gpt-oss-120b"), TOOLS), output)
+    assert streamed == batch
+    assert [(e["kind"], e["text"]) for e in batch["errors"]] == [("unterminated_call", output.lstrip())], batch
+    assert not batch["content"] and "tool_calls" not in batch, batch
+
+
 def test_every_tolerance_has_a_row() -> None:
     from analyzer.runtime.tolerance import TOLERANCES
 
