@@ -76,8 +76,8 @@ GPT_CONSTRAIN = (
 )
 GPT_BUILTIN = (
     "gpt-oss: llama.cpp drops calls to built-in tools (container.exec, python) that are not declared; "
-    "we keep their text as content (their recipient is no 'to=functions.' call; a '<|channel|>commentary"
-    "<|message|>' header in it is read as the content header, tolerance header_word)"
+    "we keep their text as content: no render shows such a call, and their recipient is no 'to=functions.' "
+    "one (container.exec's '<|channel|>commentary<|message|>' is read as a content header, tolerance header_word)"
 )
 GPT_TO_ASSISTANT = "gpt-oss: a 'commentary to=assistant' header is kept in content"
 
