@@ -4,7 +4,8 @@ script a test sets, and records every request. It checks our half of the protoco
 llama-server, so it proves nothing about what a real server accepts.
 
 ``scripts``, a list of scripts, answers the next requests one each before ``script`` answers the rest;
-``headers`` holds the headers of every request, in the order of ``requests``.
+``headers`` holds the headers of every request, in the order of ``requests``; ``stopping_word`` is
+the stop string the last event names (llama-server's field; set it with a ``"word"`` stop type).
 
 Besides the script, a test can make it misbehave: ``raw`` (bytes written as the whole answer, then
 the connection closed), ``delay`` (seconds before answering) and ``pace`` (seconds between streamed
@@ -89,6 +90,7 @@ class _StandIn(BaseHTTPRequestHandler):
             "tokens_evaluated": 17,
             "tokens_predicted": 9,
             "model": "stand-in",
+            "stopping_word": self.server.stopping_word,  # type: ignore[attr-defined]
         }
         if not body.get("stream"):
             self._send(200, "application/json", json.dumps({**final, "content": content}))
@@ -128,6 +130,7 @@ def serving() -> Iterator[ThreadingHTTPServer]:
     server.requests = []  # type: ignore[attr-defined]
     server.headers = []  # type: ignore[attr-defined]
     server.script = (200, "", "eos")  # type: ignore[attr-defined]
+    server.stopping_word = ""  # type: ignore[attr-defined]
     server.scripts = []  # type: ignore[attr-defined]
     server.raw = None  # type: ignore[attr-defined]
     server.delay = 0.0  # type: ignore[attr-defined]
