@@ -351,7 +351,7 @@ def message_object(chat: dict[str, Any], upstream: dict[str, Any], stop_sequence
         )
     reason, sequence = stop_reason(choice["finish_reason"], upstream, stop_sequences)
     usage = chat.get("usage") or {}
-    return {
+    reply = {
         "id": "msg_" + uuid.uuid4().hex,
         "type": "message",
         "role": "assistant",
@@ -361,6 +361,10 @@ def message_object(chat: dict[str, Any], upstream: dict[str, Any], stop_sequence
         "stop_sequence": sequence,
         "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
     }
+    if message.get("errors"):
+        # Text the parser could not read as a call is in no block: kept here, as the chat reply keeps it.
+        reply["errors"] = message["errors"]
+    return reply
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
@@ -378,9 +382,10 @@ class MessageEvents:
     """A chat stream's chunks (``ChunkStream``'s) as Anthropic's server-sent events: ``message_start``
     before the first, one content block per reasoning run (thinking), content run (text) and call
     (tool_use, its arguments as ``input_json_delta`` fragments however many the chunks carry them in),
-    each stopped when the next starts, then ``message_delta`` (stop reason, usage) and
-    ``message_stop`` from ``finish``. The usage and the stop sequence are read from ``chunks``, the
-    stream the chunks come from (its prompt tokens, and llama-server's last event)."""
+    each stopped when the next starts, then ``message_delta`` (stop reason, usage, and the parse
+    errors, if any, as ``errors``) and ``message_stop`` from ``finish``. The usage and the stop
+    sequence are read from ``chunks``, the stream the chunks come from (its prompt tokens, and
+    llama-server's last event)."""
 
     def __init__(self, model: str, stop_sequences: tuple[str, ...], chunks: ChunkStream) -> None:
         self.id = "msg_" + uuid.uuid4().hex
@@ -392,6 +397,7 @@ class MessageEvents:
         self._open: tuple[str, int | None] | None = None  # the open block: kind, call index
         self._call_blocks: dict[int, int] = {}  # call index -> block index
         self._finish_reason = "stop"
+        self._errors: list[dict[str, Any]] = []
 
     def chunk(self, chunk: dict[str, Any]) -> list[str]:
         events = self._start()
@@ -405,6 +411,8 @@ class MessageEvents:
             events += self._text_block("text", delta["content"])
         for call in delta.get("tool_calls") or []:
             events += self._call(call)
+        if delta.get("errors"):  # on the chat stream's last chunk
+            self._errors = delta["errors"]
         if choice.get("finish_reason"):
             self._finish_reason = choice["finish_reason"]
         return events
@@ -414,12 +422,14 @@ class MessageEvents:
         reason, sequence = stop_reason(self._finish_reason, self._chunks.last, self.stop_sequences)
         counted = self._chunks.usage()
         usage = {"input_tokens": counted["prompt_tokens"], "output_tokens": counted["completion_tokens"]}
-        events.append(
-            sse(
-                "message_delta",
-                {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": sequence}, "usage": usage},
-            )
-        )
+        ending: dict[str, Any] = {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": sequence},
+            "usage": usage,
+        }
+        if self._errors:
+            ending["errors"] = self._errors  # as the batch reply's ``errors``
+        events.append(sse("message_delta", ending))
         events.append(sse("message_stop", {"type": "message_stop"}))
         return events
 

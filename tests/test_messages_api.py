@@ -257,6 +257,7 @@ def test_a_call_is_a_tool_use_block_with_its_parsed_input(
     assert re.fullmatch("call_[A-Za-z0-9]{24}", first["id"]) and first["id"] != second["id"]
     assert reply["stop_reason"] == "tool_use" and reply["stop_sequence"] is None
     assert reply["usage"] == {"input_tokens": 17, "output_tokens": 9}
+    assert "errors" not in reply  # only where the parser met text it could not read
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -317,6 +318,26 @@ def test_streamed_events_come_in_order_and_fold_into_the_batch_message(
     assert without_ids == [{k: v for k, v in b.items() if k != "id"} for b in batch["content"]]
     partials = [d["delta"]["partial_json"] for n, d in events if n == "content_block_delta" and d["index"] == 3]
     assert json.loads("".join(partials)) == {"city": 'Oslo, "Norway"'}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_text_the_parser_could_not_read_is_kept_in_errors(
+    analysed: dict[str, tuple[Any, Any]], stand_in: ThreadingHTTPServer, stream: bool
+) -> None:
+    """As on the chat endpoint, where no block can hold it: on the message, or on the stream's
+    message_delta."""
+    cut = 'Sure.<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>'
+    stand_in.script = (200, cut, "eos")  # type: ignore[attr-defined]
+    with _serving(analysed, QWEN, stand_in) as base:
+        response = _post(base, _asked(stream=stream))
+    if stream:
+        (ending,) = [data for name, data in _sse(response) if name == "message_delta"]
+        errors, content = ending["errors"], _fold(_sse(response))["content"]
+    else:
+        errors, content = response.json()["errors"], response.json()["content"]
+    assert content == [{"type": "text", "text": "Sure."}]
+    ((error),) = errors
+    assert error["kind"] == "unterminated_call" and error["text"].startswith("<tool_call>")
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
