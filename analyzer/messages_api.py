@@ -66,8 +66,10 @@ def read_messages_request(
     tool_format: str = "auto",
     default_template_kwargs: dict[str, Any] | None = None,
     reasoning_budget: int = NO_BUDGET,
+    counting: bool = False,
 ) -> ChatCall:
-    """The Messages request ``body`` as the chat call ``serve`` runs (see ``read_chat_request``)."""
+    """The Messages request ``body`` as the chat call ``serve`` runs (see ``read_chat_request``);
+    ``counting``: a ``count_tokens`` body, which has no ``max_tokens`` (nor ``stream``)."""
     if not isinstance(body, dict):
         raise RequestError("the request body must be a JSON object")
     for key in body:
@@ -76,7 +78,10 @@ def read_messages_request(
                 f"unknown field {key!r}: serve takes the Messages API's fields and llama-server's sampling fields",
                 param=key,
             )
-    if body.get("max_tokens") is None:
+    for key in ("max_tokens", "stream") if counting else ():
+        if key in body:
+            raise RequestError(f"{key}: count_tokens counts the prompt; it takes no {key}", param=key)
+    if body.get("max_tokens") is None and not counting:
         raise RequestError("max_tokens is required", param="max_tokens")
     chat: dict[str, Any] = {
         key: body[key]

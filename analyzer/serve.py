@@ -335,6 +335,47 @@ class _Service:
         except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
             return refused(upstream_failure(exc)[0], exc.message)
 
+    async def count_tokens(self, request: Request) -> Response:
+        """Anthropic's ``/v1/messages/count_tokens``: the tokens of the prompt the request would send,
+        as the upstream's ``/tokenize`` counts them (with the BOS ``/completion`` adds, where the
+        vocabulary asks for one)."""
+
+        def refused(status: int, message: str) -> Response:
+            return JSONResponse(messages_api.error_body(status, message), status_code=status)
+
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return refused(400, f"the request body is not JSON: {exc}")
+        config = self.config
+        try:
+            call = messages_api.read_messages_request(
+                body,
+                tool_format=config.tool_format,
+                default_template_kwargs=config.default_template_kwargs,
+                counting=True,
+            )
+            completion = await self._prepare(call)
+        except AnalyzerError as exc:
+            return refused(400, exc.message)
+        target = self.config.upstream + "/tokenize"
+        try:
+            response = await self.client.post(target, json={"content": completion.body["prompt"], "add_special": True})
+        except httpx.TimeoutException:
+            return refused(504, f"{target}: no answer within {self.config.timeout:g} s")
+        except httpx.HTTPError as exc:
+            return refused(502, f"{target}: no llama-server answered: {exc or type(exc).__name__}")
+        if response.status_code != 200:
+            reason = error_text(response.content, response.reason_phrase)
+            return refused(502, f"{target}: HTTP {response.status_code}: {reason}")
+        try:
+            tokens = response.json()["tokens"]
+        except (ValueError, KeyError, TypeError):
+            return refused(502, f"{target}: the reply is not llama-server's tokens")
+        if not isinstance(tokens, list):
+            return refused(502, f"{target}: the reply is not llama-server's tokens")
+        return JSONResponse({"input_tokens": len(tokens)})
+
     async def _prepare(self, call: ChatCall) -> Completion:
         config = self.config
         return await anyio.to_thread.run_sync(
@@ -554,6 +595,7 @@ def create_app(config: ServeConfig) -> Starlette:
         routes=[
             Route("/v1/chat/completions", service.chat, methods=["POST"]),
             Route("/v1/messages", service.messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", service.count_tokens, methods=["POST"]),
             Route("/v1/models", service.models, methods=["GET"]),
             Route("/health", service.health, methods=["GET"]),
         ],

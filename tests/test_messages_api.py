@@ -500,3 +500,36 @@ def test_the_api_key_is_taken_as_x_api_key_and_refused_in_anthropic_s_shape(
         # The chat endpoint's 401 stays OpenAI's.
         chat = httpx.post(base + "/v1/chat/completions", json={"messages": ASKED}, timeout=30).json()
         assert chat["error"]["code"] == "invalid_api_key"
+
+
+# --------------------------------------------------------------------------- count_tokens
+
+
+def test_count_tokens_counts_the_prompt_the_request_would_send(
+    analysed: dict[str, tuple[Any, Any]], stand_in: ThreadingHTTPServer
+) -> None:
+    """The prompt is the one /v1/messages sends; the upstream's /tokenize counts it with the BOS
+    /completion adds (the stand-in: one token per character, and one for the BOS)."""
+    body = {key: value for key, value in _history("call_abc")[0].items() if key != "max_tokens"}
+    with _serving(analysed, QWEN3, stand_in) as base:
+        counted = httpx.post(base + "/v1/messages/count_tokens", json=body, timeout=30)
+        assert _post(base, {**body, "max_tokens": 120}).status_code == 200
+    assert counted.status_code == 200
+    (_, tokenized), (_, completed) = stand_in.requests  # type: ignore[attr-defined]
+    assert tokenized == {"content": completed["prompt"], "add_special": True}
+    assert counted.json() == {"input_tokens": len(completed["prompt"]) + 1}
+
+
+def test_count_tokens_refuses_what_it_does_not_take(
+    analysed: dict[str, tuple[Any, Any]], stand_in: ThreadingHTTPServer
+) -> None:
+    with _serving(analysed, QWEN3, stand_in) as base:
+        with_max = httpx.post(base + "/v1/messages/count_tokens", json=_asked(), timeout=30)
+        with_image = httpx.post(
+            base + "/v1/messages/count_tokens",
+            json={"model": "m", "messages": [{"role": "user", "content": [IMAGE]}]},
+            timeout=30,
+        )
+    assert with_max.status_code == 400 and "takes no max_tokens" in _error(with_max)["message"]
+    assert with_image.status_code == 400 and "an image block" in _error(with_image)["message"]
+    assert stand_in.requests == []  # type: ignore[attr-defined]

@@ -36,7 +36,11 @@ def served_base(family: Family) -> Iterator[str]:
 
 
 def _messages(base: str, **fields: Any) -> httpx.Response:
-    body = {
+    return httpx.post(base + "/v1/messages", json=_request(**fields), timeout=600)
+
+
+def _request(**fields: Any) -> dict[str, Any]:
+    return {
         "model": "tiny",
         "max_tokens": SAMPLING["n_predict"],
         "temperature": SAMPLING["temperature"],
@@ -46,7 +50,6 @@ def _messages(base: str, **fields: Any) -> httpx.Response:
         "thinking": {"type": "disabled"},
         **fields,
     }
-    return httpx.post(base + "/v1/messages", json=body, timeout=600)
 
 
 def _chat(base: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -149,3 +152,12 @@ def test_a_tool_result_history_counts_the_prompt_its_chat_twin_counts(family: Fa
     assert reply.json()["usage"]["input_tokens"] == chat["usage"]["prompt_tokens"]
     (next_call,) = chat["choices"][0]["message"]["tool_calls"]
     assert _uses(reply.json()) == [(next_call["function"]["name"], json.loads(next_call["function"]["arguments"]))]
+
+
+def test_count_tokens_counts_what_the_upstream_counts_for_the_request(family: Family, served_base: str) -> None:
+    """llama-server's /tokenize (with the BOS /completion adds) counts what its /completion evaluates."""
+    reply = _messages(served_base).json()
+    body = {key: value for key, value in _request().items() if key != "max_tokens"}
+    counted = httpx.post(served_base + "/v1/messages/count_tokens", json=body, timeout=600)
+    assert counted.status_code == 200, counted.text
+    assert counted.json() == {"input_tokens": reply["usage"]["input_tokens"]}
