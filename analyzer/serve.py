@@ -176,6 +176,10 @@ class _KeyCheck:
         await response(scope, receive, send)
 
 
+def _anthropic_error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(messages_api.error_body(status, message), status_code=status)
+
+
 def _is_messages_api(path: str) -> bool:
     """Whether ``path`` is the Anthropic Messages API's, whose errors are Anthropic's objects."""
     return path == "/v1/messages" or path.startswith("/v1/messages/")
@@ -185,7 +189,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     # The traceback goes to the server's log (uvicorn prints it); the client gets one line.
     message = f"internal error: {type(exc).__name__}: {exc}"
     if _is_messages_api(request.url.path):
-        return JSONResponse(messages_api.error_body(500, message), status_code=500)
+        return _anthropic_error(500, message)
     return error_response(500, message, code="internal_error")
 
 
@@ -305,13 +309,10 @@ class _Service:
     async def messages(self, request: Request) -> Response:
         """Anthropic's Messages API, translated onto the chat path (analyzer/messages_api.py)."""
 
-        def refused(status: int, message: str) -> Response:
-            return JSONResponse(messages_api.error_body(status, message), status_code=status)
-
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return refused(400, f"the request body is not JSON: {exc}")
+            return _anthropic_error(400, f"the request body is not JSON: {exc}")
         config = self.config
         try:
             call = messages_api.read_messages_request(
@@ -322,7 +323,7 @@ class _Service:
             )
             completion = await self._prepare(call)
         except AnalyzerError as exc:
-            return refused(400, exc.message)
+            return _anthropic_error(400, exc.message)
         model = self._model(call)
         stops = call.request.stop
         try:
@@ -333,20 +334,17 @@ class _Service:
                 request, completion, model, lambda chat, reply: messages_api.message_object(chat, reply, stops)
             )
         except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
-            return refused(upstream_failure(exc)[0], exc.message)
+            return _anthropic_error(upstream_failure(exc)[0], exc.message)
 
     async def count_tokens(self, request: Request) -> Response:
         """Anthropic's ``/v1/messages/count_tokens``: the tokens of the prompt the request would send,
         as the upstream's ``/tokenize`` counts them (with the BOS ``/completion`` adds, where the
         vocabulary asks for one)."""
 
-        def refused(status: int, message: str) -> Response:
-            return JSONResponse(messages_api.error_body(status, message), status_code=status)
-
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return refused(400, f"the request body is not JSON: {exc}")
+            return _anthropic_error(400, f"the request body is not JSON: {exc}")
         config = self.config
         try:
             call = messages_api.read_messages_request(
@@ -357,23 +355,23 @@ class _Service:
             )
             completion = await self._prepare(call)
         except AnalyzerError as exc:
-            return refused(400, exc.message)
+            return _anthropic_error(400, exc.message)
         target = self.config.upstream + "/tokenize"
         try:
             response = await self.client.post(target, json={"content": completion.body["prompt"], "add_special": True})
         except httpx.TimeoutException:
-            return refused(504, f"{target}: no answer within {self.config.timeout:g} s")
+            return _anthropic_error(504, f"{target}: no answer within {self.config.timeout:g} s")
         except httpx.HTTPError as exc:
-            return refused(502, f"{target}: no llama-server answered: {exc or type(exc).__name__}")
+            return _anthropic_error(502, f"{target}: no llama-server answered: {exc or type(exc).__name__}")
         if response.status_code != 200:
             reason = error_text(response.content, response.reason_phrase)
-            return refused(502, f"{target}: HTTP {response.status_code}: {reason}")
+            return _anthropic_error(502, f"{target}: HTTP {response.status_code}: {reason}")
         try:
             tokens = response.json()["tokens"]
         except (ValueError, KeyError, TypeError):
-            return refused(502, f"{target}: the reply is not llama-server's tokens")
+            return _anthropic_error(502, f"{target}: the reply is not llama-server's tokens")
         if not isinstance(tokens, list):
-            return refused(502, f"{target}: the reply is not llama-server's tokens")
+            return _anthropic_error(502, f"{target}: the reply is not llama-server's tokens")
         return JSONResponse({"input_tokens": len(tokens)})
 
     async def _prepare(self, call: ChatCall) -> Completion:

@@ -483,6 +483,24 @@ def test_a_stream_cut_mid_way_ends_with_an_error_event(
     assert name == "error" and data["error"]["type"] == "api_error" and "cut" in data["error"]["message"]
 
 
+def test_an_unexpected_failure_is_a_500_api_error_not_a_traceback(
+    analysed: dict[str, tuple[Any, Any]], stand_in: ThreadingHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.messages_api
+
+    def broken(*_: Any, **__: Any) -> dict[str, Any]:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(analyzer.messages_api, "message_object", broken)
+    with _serving(analysed, QWEN, stand_in) as base:
+        response = _post(base, _asked())
+    error = _error(response)
+    assert response.status_code == 500 and error == {
+        "type": "api_error",
+        "message": "internal error: RuntimeError: a bug",
+    }
+
+
 def test_the_api_key_is_taken_as_x_api_key_and_refused_in_anthropic_s_shape(
     analysed: dict[str, tuple[Any, Any]], stand_in: ThreadingHTTPServer
 ) -> None:
