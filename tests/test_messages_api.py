@@ -1,5 +1,5 @@
 """``serve``'s ``/v1/messages`` (Anthropic's Messages API, analyzer/messages_api.py) against the stand-in
-upstream (tests/helpers/stand_in.py), by raw HTTP as the anthropic SDK speaks it: a conversation asks
+upstream (tests/helpers/stand_in.py), by raw HTTP and with the anthropic library: a conversation asks
 the upstream exactly what its chat-completions twin asks; replies, stop reasons and streamed events
 have Anthropic's shapes; bad requests and failures are Anthropic's error objects."""
 
@@ -12,6 +12,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
 import pytest
 from helpers.serving import running
@@ -551,3 +552,50 @@ def test_count_tokens_refuses_what_it_does_not_take(
     assert with_max.status_code == 400 and "takes no max_tokens" in _error(with_max)["message"]
     assert with_image.status_code == 400 and "an image block" in _error(with_image)["message"]
     assert stand_in.requests == []  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- the anthropic library
+
+
+def _anthropic(base: str, key: str = "unused") -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=base, api_key=key, max_retries=0)
+
+
+def test_the_anthropic_library_reads_the_reply_and_folds_the_stream_into_it(
+    analysed: dict[str, tuple[Any, Any]], stand_in: ThreadingHTTPServer
+) -> None:
+    """The official client's own models and its stream accumulator (partial JSON included) take our
+    reply and events."""
+    stand_in.script = (200, REASONED_CALLS, "eos")  # type: ignore[attr-defined]
+    with _serving(analysed, QWEN3, stand_in) as base:
+        client = _anthropic(base)
+        asked: Any = {"model": "m", "max_tokens": 200, "messages": ASKED, "tools": [WEATHER_TOOL]}
+        batch = client.messages.create(**asked, tool_choice={"type": "any"})
+        with client.messages.stream(**asked) as stream:
+            kinds = [event.type for event in stream]
+            folded = stream.get_final_message()
+        counted = client.messages.count_tokens(model="m", messages=ASKED, tools=[WEATHER_TOOL])
+    assert [block.type for block in batch.content] == ["thinking", "text", "tool_use", "tool_use"]
+    assert isinstance(batch.content[2], anthropic.types.ToolUseBlock) and batch.content[2].input == {"city": "Rome"}
+    assert batch.stop_reason == "tool_use" and batch.usage.output_tokens == 9
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    for streamed, whole in zip(folded.content, batch.content, strict=True):
+        assert streamed.model_dump(exclude={"id"}) == whole.model_dump(exclude={"id"})
+    assert folded.stop_reason == "tool_use" and folded.usage.input_tokens == 17
+    assert counted.input_tokens > 0
+
+
+def test_the_anthropic_library_raises_our_errors_as_its_own(
+    analysed: dict[str, tuple[Any, Any]], stand_in: ThreadingHTTPServer
+) -> None:
+    stand_in.script = (200, "Sunny.", "eos")  # type: ignore[attr-defined]
+    with _serving(analysed, QWEN3, stand_in, api_key=KEY) as base:
+        with pytest.raises(anthropic.AuthenticationError):
+            _anthropic(base, "wrong").messages.create(model="m", max_tokens=20, messages=ASKED)
+        client = _anthropic(base, KEY)  # sent as x-api-key
+        image: Any = [{"role": "user", "content": [IMAGE]}]
+        with pytest.raises(anthropic.BadRequestError, match="an image block"):
+            client.messages.create(model="m", max_tokens=20, messages=image)
+        reply = client.messages.create(model="m", max_tokens=20, messages=ASKED)
+    assert isinstance(reply.content[0], anthropic.types.TextBlock) and reply.content[0].text == "Sunny."
+    assert reply.stop_reason == "end_turn"

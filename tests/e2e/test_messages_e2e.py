@@ -1,6 +1,6 @@
 """``serve``'s ``/v1/messages`` (Anthropic's Messages API) end to end: the real llama-server of each
-family (tests/e2e/conftest.py, the tiny model) behind it, by raw HTTP as the anthropic SDK speaks it
-(the SDK is not a dependency). At temperature 0 a Messages request and its chat-completions twin give
+family (tests/e2e/conftest.py, the tiny model) behind it, by raw HTTP (the anthropic library's
+models and stream accumulator are tried in tests/test_messages_api.py). At temperature 0 a Messages request and its chat-completions twin give
 the same prompt, so the same calls; a conversation with a tool_use/tool_result history counts the
 same prompt tokens as its twin; streamed events fold into the batch message."""
 
