@@ -1,8 +1,9 @@
 """``serve``'s ``/v1/messages`` (Anthropic's Messages API) end to end: the real llama-server of each
-family (tests/e2e/conftest.py, the tiny model) behind it, by raw HTTP (the anthropic library's
-models and stream accumulator are tried in tests/test_messages_api.py). At temperature 0 a Messages request and its chat-completions twin give
-the same prompt, so the same calls; a conversation with a tool_use/tool_result history counts the
-same prompt tokens as its twin; streamed events fold into the batch message."""
+family (tests/e2e/conftest.py, the tiny model) behind it, by raw HTTP (the anthropic library's models
+and stream accumulator are tried in tests/test_messages_api.py). At temperature 0 a Messages request
+and its chat-completions twin give the same prompt, so the same calls; a conversation with a
+tool_use/tool_result history counts the same prompt tokens as its twin; streamed events fold into the
+batch message; count_tokens counts what the upstream evaluates."""
 
 from __future__ import annotations
 
