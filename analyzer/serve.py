@@ -306,9 +306,10 @@ class _Service:
         except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
             return _failure_response(exc)
 
-    async def messages(self, request: Request) -> Response:
-        """Anthropic's Messages API, translated onto the chat path (analyzer/messages_api.py)."""
-
+    async def _read_messages(
+        self, request: Request, *, counting: bool = False
+    ) -> tuple[ChatCall, Completion] | Response:
+        """A Messages API request read and prepared, or its 400 (``counting``: a count_tokens body)."""
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -320,10 +321,18 @@ class _Service:
                 tool_format=config.tool_format,
                 default_template_kwargs=config.default_template_kwargs,
                 reasoning_budget=config.reasoning_budget,
+                counting=counting,
             )
-            completion = await self._prepare(call)
+            return call, await self._prepare(call)
         except AnalyzerError as exc:
             return _anthropic_error(400, exc.message)
+
+    async def messages(self, request: Request) -> Response:
+        """Anthropic's Messages API, translated onto the chat path (analyzer/messages_api.py)."""
+        read = await self._read_messages(request)
+        if isinstance(read, Response):
+            return read
+        call, completion = read
         model = self._model(call)
         stops = call.request.stop
         try:
@@ -340,22 +349,10 @@ class _Service:
         """Anthropic's ``/v1/messages/count_tokens``: the tokens of the prompt the request would send,
         as the upstream's ``/tokenize`` counts them (with the BOS ``/completion`` adds, where the
         vocabulary asks for one)."""
-
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _anthropic_error(400, f"the request body is not JSON: {exc}")
-        config = self.config
-        try:
-            call = messages_api.read_messages_request(
-                body,
-                tool_format=config.tool_format,
-                default_template_kwargs=config.default_template_kwargs,
-                counting=True,
-            )
-            completion = await self._prepare(call)
-        except AnalyzerError as exc:
-            return _anthropic_error(400, exc.message)
+        read = await self._read_messages(request, counting=True)
+        if isinstance(read, Response):
+            return read
+        _call, completion = read
         target = self.config.upstream + "/tokenize"
         try:
             response = await self.client.post(target, json={"content": completion.body["prompt"], "add_special": True})
@@ -367,9 +364,9 @@ class _Service:
             reason = error_text(response.content, response.reason_phrase)
             return _anthropic_error(502, f"{target}: HTTP {response.status_code}: {reason}")
         try:
-            tokens = response.json()["tokens"]
-        except (ValueError, KeyError, TypeError):
-            return _anthropic_error(502, f"{target}: the reply is not llama-server's tokens")
+            tokens = response.json().get("tokens")
+        except (ValueError, AttributeError):
+            tokens = None
         if not isinstance(tokens, list):
             return _anthropic_error(502, f"{target}: the reply is not llama-server's tokens")
         return JSONResponse({"input_tokens": len(tokens)})
