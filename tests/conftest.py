@@ -4,7 +4,7 @@ Marks (registered in pyproject.toml), applied here from the fixtures a test asks
 closure), so that a new test is marked by what it needs rather than by hand: ``corpus`` for a test that
 needs the fetched corpus, ``e2e`` for one that starts llama-server or needs a built binary or Chromium
 (everything under tests/e2e/; Chromium tests carry the mark from ``needs_chromium``). ``slow`` is put on
-by hand. ``-m "not slow and not e2e"`` is the developer's loop (README, "Developer loop").
+by hand. ``-n auto -m "not slow and not e2e"`` is the developer's loop (README, "Developer loop").
 
 Hypothesis: the default profile is what CI runs, each test's own ``max_examples`` untouched.
 ``HYPOTHESIS_PROFILE=dev`` loads the ``dev`` profile: no deadline, and at most ``DEV_MAX_EXAMPLES``
