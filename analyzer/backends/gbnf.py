@@ -61,6 +61,7 @@ from analyzer.tools import Tool, chosen_tools, declared_tools
 TRIGGER_WORD, TRIGGER_PATTERN, TRIGGER_PATTERN_FULL = 1, 2, 3
 
 _DIGITS = "[0-9]{1,9}"
+_JSON_DIGITS = '( "0" | [1-9] [0-9]{0,8} )'  # a JSON number has no leading zero
 _ID_SAMPLE = "<id>"
 _SPACES = re.compile(r"\s+")
 _QUOTED_DIGITS = re.compile(r'"([0-9]+)"')
@@ -267,6 +268,8 @@ class _Builder:
         # Which call of the section is being written (0 for the first), where the template counts
         # calls in their text; None once past the calls written out one by one.
         self.position: int | None = 0
+        # A call written with at least one argument (its no-argument spelling is another pattern).
+        self.some_arguments = False
 
     def space(self, written: str) -> str:
         """Whitespace where the template wrote ``written``: exactly that, or any (bounded) when flexible."""
@@ -467,16 +470,34 @@ class _Builder:
         # Local $refs of the tool's schemas point into its parameters.
         self.json.root = self.python.root = tool.arguments_schema
         call = self.sequence(self.facts.call, tool)
-        if self.facts.no_arguments is None or tool.properties:
+        if not tool.properties:
+            if self.facts.no_arguments is None:
+                return call
+            bare = self.sequence(self.facts.no_arguments, tool)
+            if _same_call(bare.sample, call.sample):
+                # Exact: the template's own whitespace, which the call pattern with its arguments left
+                # out may not write (GLM's ``list_files\n</tool_call>``, where the pattern keeps a
+                # newline on each side of the absent arguments).
+                return bare if self.exact and _respaced(bare, call) else call
+            return self.choice([call, bare])
+        if not self.exact or set(tool.parameters.get("required") or ()) & set(tool.properties):
             return call
-        bare = self.sequence(self.facts.no_arguments, tool)
-        if _same_call(bare.sample, call.sample):
-            # Exact: the template's own whitespace, which the call pattern with its arguments left out
-            # may not write (GLM's ``list_files\n</tool_call>``, where the pattern keeps a newline on
-            # each side of the absent arguments).
-            respaced = None not in (bare.spaced, call.spaced) and bare.spaced != call.spaced
-            return bare if self.exact and respaced else call
-        return self.choice([call, bare])
+        # Arguments that may all be left out: a call without any is written as the template writes one
+        # (its no-argument pattern, or the call pattern with the arguments left out where that is the
+        # same) where the call pattern with none keeps the whitespace on both sides of them (Qwen3-Coder:
+        # ``>\n</function>``, not ``>\n\n</function>``); with some, by the call pattern.
+        bare_form = self.facts.without_arguments
+        if bare_form is None:
+            return call
+        bare = self.sequence(bare_form, tool)
+        if not (_same_call(bare.sample, call.sample) and _respaced(bare, call)):
+            return call
+        self.some_arguments = True
+        try:
+            some = self.sequence(self.facts.call, tool)
+        finally:
+            self.some_arguments = False
+        return self.choice([some, bare])
 
     def sequence(self, form: FormFacts, tool: Tool) -> _Piece:
         return self.join([self.part(part, tool, form.value_stops(k)) for k, part in enumerate(form.parts)])
@@ -554,7 +575,7 @@ class _Builder:
                 for form, kinds in by_form.values()
             ]
             members.append((choice(options), key in required))
-        return _Piece(ordered(members, self.separator(part.separator)))
+        return _Piece(ordered(members, self.separator(part.separator), empty=not self.some_arguments))
 
     def json_call_object(self, part: JsonCallObject, tool: Tool) -> _Piece:
         layout = part.layout
@@ -592,7 +613,7 @@ class _Builder:
                 tree,
                 written,
                 layout.index_path,
-                self.rules.add("json-index", f'{_DIGITS} | "\\"" {_DIGITS} "\\""'),
+                self.rules.add("json-index", f'{_JSON_DIGITS} | "\\"" {_DIGITS} "\\""'),
                 layout.index_base,
             )
         for path, text in layout.constants:
@@ -846,6 +867,11 @@ def _put(tree: dict[str, Any], written: dict[str, Any], path: tuple[str, ...], e
     written[path[-1]] = value
 
 
+def _respaced(one: _Piece, other: _Piece) -> bool:
+    """Whether two pieces the exact grammar writes differ in their whitespace (known for both)."""
+    return one.spaced is not None and other.spaced is not None and one.spaced != other.spaced
+
+
 def _same_call(one: str, other: str) -> bool:
     """Whether two calls without arguments write the same, whitespace aside, and an index quoted or
     not aside (the grammar takes both)."""
@@ -961,8 +987,9 @@ _MAX_NESTING = 8
 
 
 def text_without(rules: Rules, hint: str, avoid: tuple[str, ...]) -> str:
-    """A rule for any text (empty too) that holds none of ``avoid``: ``text_until``'s automaton with
-    every state but the one past a word accepting."""
+    """A rule for any text (empty too) that holds none of ``avoid`` and does not end with the start of
+    one (which a reader at the end of the output takes for a marker cut off): ``text_until``'s
+    automaton, ending where nothing of a word is matched."""
     return _words_text(rules, hint, None, avoid)
 
 
@@ -982,7 +1009,7 @@ def _words_text(rules: Rules, hint: str, stop: str | None, avoid: tuple[str, ...
     """``text_until`` ``stop``, or with ``stop`` None ``text_without``."""
     avoid = tuple(word for word in avoid if word and word not in (stop or ""))  # such a word would bar stop itself
     words = (stop, *avoid) if stop is not None else avoid
-    prefixes = sorted({word[:i] for word in words for i in range(len(word))}, key=len)
+    prefixes = sorted({word[:i] for word in words for i in range(len(word))}, key=lambda p: (len(p), p))
     state = {prefix: i for i, prefix in enumerate(prefixes)}  # state 0: nothing matched yet
     start, accept = len(prefixes), len(prefixes) + 1
     alphabet = {ch for word in words for ch in word}
@@ -996,11 +1023,11 @@ def _words_text(rules: Rules, hint: str, stop: str | None, avoid: tuple[str, ...
         return next(state[seen[i:]] for i in range(len(seen) + 1) if seen[i:] in state)
 
     edges: dict[tuple[int, int], _Regex] = {(start, 0): _EMPTY}
-    if stop is None:  # the text may end anywhere short of a whole word
-        edges.update({(source, accept): _EMPTY for source in state.values()})
+    if stop is None:  # the text may end where no word is begun
+        edges[(0, accept)] = _EMPTY
     for prefix, source in state.items():
         targets: dict[int, set[str]] = {}
-        for ch in alphabet:
+        for ch in sorted(alphabet):  # in a fixed order: the grammar text is the same in every process
             target = step(prefix, ch)
             if target is not None:
                 targets.setdefault(target, set()).add(ch)

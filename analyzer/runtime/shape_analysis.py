@@ -229,8 +229,7 @@ def _form_facts(parts: tuple[Part, ...], after: tuple[str, ...]) -> FormFacts:
 class CallsAnalysis:
     """``followers``: what may follow a call (texts only); ``after_section``: what may follow the
     section (the stops, the output's end, content where the template writes it after the calls);
-    ``call``/``no_arguments``: the facts of each form; ``bare``: the parts a call without arguments is
-    written with (the template's own no-argument form where it has one)."""
+    ``call``/``no_arguments``: the facts of each form."""
 
     calls: CallsShape
     opener: Markers
@@ -243,8 +242,16 @@ class CallsAnalysis:
     last_characters: str
 
     @property
-    def bare(self) -> tuple[Part, ...]:
-        return self.calls.no_arguments if self.calls.no_arguments is not None else self.calls.call
+    def without_arguments(self) -> FormFacts | None:
+        """How a call without arguments is written: the no-argument pattern, or where the template
+        writes it as the call pattern, that pattern with its arguments part left out; None where the
+        arguments are one value (written even when empty)."""
+        if self.no_arguments is not None:
+            return self.no_arguments
+        parts = self.call.parts
+        if not any(isinstance(part, KeyValueArgs) for part in parts):
+            return None
+        return _form_facts(tuple(part for part in parts if not isinstance(part, KeyValueArgs)), self.call.after)
 
 
 @dataclass(frozen=True, slots=True)

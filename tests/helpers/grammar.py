@@ -344,6 +344,7 @@ def rendered_keyword_calls(c: Case) -> list[Expectation]:
 
 
 NO_ARGUMENTS: Call = ("list_files", {}, "Ab3De6Gh9")
+OPTIONAL_TOOL = tool("set_mode", {"mode": {"type": "string"}}, [])
 
 
 def a_call_without_arguments(c: Case) -> list[Expectation]:
@@ -363,6 +364,18 @@ def a_call_without_arguments(c: Case) -> list[Expectation]:
     if after[:1] == "\n":  # a newline after the name: one more is not the template's
         widened = output[start:name_at] + "\n" + after
         expectations.append(Expectation(lazy.text, widened, False, "a blank line the template does not write"))
+    # A tool whose arguments may all be left out, called with none (Qwen3-Coder: ``>\n</function>``).
+    tools = [*TOOLS, OPTIONAL_TOOL]
+    turn = {
+        "role": "assistant",
+        "content": c.description.input_form.content_with_calls,
+        "tool_calls": tool_calls(c.description, [(OPTIONAL_TOOL["function"]["name"], {}, "Ab3De6Gh9")]),
+    }
+    output = assistant_output(c.description, c.compiled, [USER], turn, tools)
+    start, end = turn_span(c.shape, output, 1, OPTIONAL_TOOL["function"]["name"])
+    optional = to_grammar(c.shape, tools)
+    assert optional is not None
+    expectations.append(Expectation(optional.text, output[start:end], True, "no arguments where all are optional"))
     return expectations
 
 
