@@ -24,6 +24,7 @@ inline and only tokens are named rules, so GBNF readers that lex (llguidance) re
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -1007,6 +1008,13 @@ def text_until(rules: Rules, hint: str, stop: str, avoid: tuple[str, ...] = ()) 
 
 def _words_text(rules: Rules, hint: str, stop: str | None, avoid: tuple[str, ...]) -> str:
     """``text_until`` ``stop``, or with ``stop`` None ``text_without``."""
+    return rules.add(hint, _gbnf(_words_regex(stop, avoid), rules, hint))
+
+
+@functools.lru_cache(maxsize=512)
+def _words_regex(stop: str | None, avoid: tuple[str, ...]) -> _Regex:
+    """The regex of ``_words_text``, once per words: a grammar asks for the same raw text many times
+    (every argument of every tool, every call position)."""
     avoid = tuple(word for word in avoid if word and word not in (stop or ""))  # such a word would bar stop itself
     words = (stop, *avoid) if stop is not None else avoid
     prefixes = sorted({word[:i] for word in words for i in range(len(word))}, key=lambda p: (len(p), p))
@@ -1046,7 +1054,7 @@ def _words_text(rules: Rules, hint: str, stop: str | None, avoid: tuple[str, ...
             for j, last in out:
                 path = _seq(first, _Star(loop) if loop else _EMPTY, last)
                 edges[(i, j)] = _alt(edges[(i, j)], path) if (i, j) in edges else path
-    return rules.add(hint, _gbnf(edges[(start, accept)], rules, hint))
+    return edges[(start, accept)]
 
 
 def _seq(*items: _Regex) -> _Regex:
