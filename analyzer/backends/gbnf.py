@@ -52,6 +52,7 @@ from analyzer.runtime.shape import (
     Name,
     OutputShape,
     Part,
+    ReasoningShape,
     escape_name,
 )
 from analyzer.runtime.shape_analysis import FormFacts, TagFrame, analysis, form_tag_frame
@@ -371,7 +372,14 @@ class _Builder:
         if not self.facts.content_after:
             return ""
         words = tuple(dict.fromkeys(word for word in (self.calls.trigger.word, *self.shape.stops) if word))
-        return optional(text_without(self.rules, "content-after", words))
+        text = text_without(self.rules, "content-after", words)
+        if self.exact:
+            return optional(text)
+        # Flexible whitespace may stand between two calls: text that starts with it, or with a watched
+        # word's first character, would start like one more call, which a lexing reader (taking the
+        # longest run and never giving it back) could not tell from the text.
+        first = char_class({" ", "\t", "\n", "\r"} | {word[0] for word in words}, negated=True)
+        return optional(seq(first, text))
 
     def counts_calls(self) -> bool:
         return self.exact and any(isinstance(part, Index) for part in self.calls.call)
@@ -406,6 +414,8 @@ class _Builder:
             rest = self.join(self.markers(reasoning.after)).expr
             if not reasoning.opened_by_prompt(self.thinking):
                 closed = seq(self.reasoning(), ws, seq(rest, ws) if rest else "")
+                if _empty_block(self.shape.prefix, reasoning):  # as in the exact grammar, below
+                    return seq(ws, optional(closed), section)
                 return seq(ws, written_first, optional(closed), section)
             reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
             return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
@@ -433,6 +443,12 @@ class _Builder:
         if not reasoning.opened_by_prompt(self.thinking):
             # What follows the block (the next message's prefix, where the block is a message of its own).
             block = self.join([_Piece(self.reasoning(), trail=close_trail), after])
+            if _empty_block(self.shape.prefix, reasoning):
+                # What every turn starts with is an empty block (Qwen3's ``<think>\n\n</think>``): it is a
+                # reasoning block, the one a turn may hold, not a second spelling before it (two
+                # alternatives starting alike, which a lexing reader cannot tell apart: it takes the
+                # longest and never gives it back).
+                return seq(space(prefix.lead), before_calls(block), section)
             return seq(start, before_calls(block), section)
         block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
         if not after.expr:
@@ -866,6 +882,13 @@ def _put(tree: dict[str, Any], written: dict[str, Any], path: tuple[str, ...], e
         written = written.setdefault(key, {})
     tree[path[-1]] = expr
     written[path[-1]] = value
+
+
+def _empty_block(prefix: Markers, reasoning: ReasoningShape) -> bool:
+    """Whether what every turn starts with is a reasoning block with no text: its open and close markers."""
+    written = "".join(marker.text for marker in prefix)
+    opening, closing = "".join(m.text for m in reasoning.open), "".join(m.text for m in reasoning.close)
+    return bool(opening and closing) and written == opening + closing
 
 
 def _respaced(one: _Piece, other: _Piece) -> bool:

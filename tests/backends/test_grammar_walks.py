@@ -45,9 +45,10 @@ SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in 
 # Disagreements the walks find and that are not fixed, by check ("walk", "read", "render") and
 # template, with the cause (strict: the day one is fixed, its entry must go).
 _LEXED_PAST_THE_BLOCK = (
-    "llguidance's greedy lexer: a reasoning block's text is one terminal up to its close marker, and what may "
-    "follow where the block may end (whitespace, the calls' opener, another block) starts alike; a text that "
-    "runs on past that point (`<t...`) is not given back, so llguidance refuses what llama.cpp's validator takes"
+    "llguidance's greedy lexer: the prompt opened a reasoning block, whose text is one terminal up to its close "
+    "marker, and the calls may come at once (whitespace, then their opener); a text that starts like both "
+    "(``\\n<tool_call``) is lexed as the block's, which cannot hold the opener, and is not given back, so "
+    "llguidance refuses what llama.cpp's validator takes"
 )
 _LOOSE_OBJECT = (
     "a free-form object argument (no properties) in a notation the renders did not show as JSON: the grammar "
@@ -55,10 +56,7 @@ _LOOSE_OBJECT = (
     "it is an object it can parse"
 )
 KNOWN: dict[tuple[str, str], str] = {
-    ("walk", "GLM-4.6"): _LEXED_PAST_THE_BLOCK,
-    ("walk", "Kimi-K2-Thinking"): _LEXED_PAST_THE_BLOCK,
     ("walk", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"): _LEXED_PAST_THE_BLOCK,
-    ("walk", "Qwen-Qwen3-0.6B"): _LEXED_PAST_THE_BLOCK,
     ("read", "MiniMax-M3"): _LOOSE_OBJECT,
     ("read", "google-gemma-4-31B-it"): _LOOSE_OBJECT,
     ("read", "google-gemma-4-31B-it-interleaved"): _LOOSE_OBJECT,
