@@ -418,6 +418,8 @@ class _Builder:
                     return seq(ws, optional(closed), section)
                 return seq(ws, written_first, optional(closed), section)
             reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
+            if _closes_block(self.shape.prefix, reasoning) and not rest:  # as in the exact grammar, below
+                return seq(ws, reasoning_block, ws, section)
             return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
 
         def space(text: str) -> str:
@@ -452,6 +454,11 @@ class _Builder:
             return seq(start, before_calls(block), section)
         block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
         if not after.expr:
+            if _closes_block(self.shape.prefix, reasoning):
+                # Every turn closes the block the prompt opened before anything else (Nemotron-3-Nano's
+                # ``</think>``): the calls come after its close, never in it. (Calls at once would start
+                # like the block's text, ``\n<tool_call``, which a lexing reader cannot tell apart.)
+                return seq(block.expr, self.rules.ws(), section)
             return seq(before_calls(block), section)
         # What follows the block is the rest of every turn's prefix: its whitespace and the calls' follow
         # each other, as the prefix's do.
@@ -889,6 +896,12 @@ def _empty_block(prefix: Markers, reasoning: ReasoningShape) -> bool:
     written = "".join(marker.text for marker in prefix)
     opening, closing = "".join(m.text for m in reasoning.open), "".join(m.text for m in reasoning.close)
     return bool(opening and closing) and written == opening + closing
+
+
+def _closes_block(prefix: Markers, reasoning: ReasoningShape) -> bool:
+    """Whether what every turn starts with is the reasoning block's close marker (the prompt opened it)."""
+    closing = "".join(m.text for m in reasoning.close)
+    return bool(closing) and "".join(marker.text for marker in prefix) == closing
 
 
 def _respaced(one: _Piece, other: _Piece) -> bool:

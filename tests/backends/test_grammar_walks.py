@@ -44,19 +44,12 @@ SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in 
 
 # Disagreements the walks find and that are not fixed, by check ("walk", "read", "render") and
 # template, with the cause (strict: the day one is fixed, its entry must go).
-_LEXED_PAST_THE_BLOCK = (
-    "llguidance's greedy lexer: the prompt opened a reasoning block, whose text is one terminal up to its close "
-    "marker, and the calls may come at once (whitespace, then their opener); a text that starts like both "
-    "(``\\n<tool_call``) is lexed as the block's, which cannot hold the opener, and is not given back, so "
-    "llguidance refuses what llama.cpp's validator takes"
-)
 _LOOSE_OBJECT = (
     "a free-form object argument (no properties) in a notation the renders did not show as JSON: the grammar "
     "takes loose text with balanced brackets (listed in Grammar.unenforced), which the parser reads only where "
     "it is an object it can parse"
 )
 KNOWN: dict[tuple[str, str], str] = {
-    ("walk", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"): _LEXED_PAST_THE_BLOCK,
     ("read", "MiniMax-M3"): _LOOSE_OBJECT,
     ("read", "google-gemma-4-31B-it"): _LOOSE_OBJECT,
     ("read", "google-gemma-4-31B-it-interleaved"): _LOOSE_OBJECT,
