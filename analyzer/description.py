@@ -67,7 +67,9 @@ StringEscaping = Literal["none", "json", "python"]
 ArgumentOrder = Literal["as given", "sorted"]
 IdsWritten = Literal["as given", "generated", "not written"]
 # "separate turn": both are written, but as two assistant messages, the turn's stop between them.
-ContentBeforeCalls = Literal["kept", "dropped", "calls dropped", "separate turn"]
+# "after the calls": kept, and written after the calls rather than before them (gemma-4).
+ContentBeforeCalls = Literal["kept", "after the calls", "dropped", "calls dropped", "separate turn"]
+CONTENT_KEPT: tuple[ContentBeforeCalls, ...] = ("kept", "after the calls")
 ReasoningScope = Literal["all turns", "turns with tool calls", "turns while thinking is on", "not written in history"]
 ResultsJsonContent = Literal["as is", "quoted", "rewritten", "unknown"]
 ResultsRenderedAs = Literal["user turn", "own turn", "inside the assistant turn"]

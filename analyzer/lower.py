@@ -56,6 +56,7 @@ from analyzer.runtime.shape import (
     ReasoningShape,
     Trigger,
 )
+from analyzer.runtime.shape_analysis import call_followers, closing_text, leading_markers
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -236,15 +237,6 @@ def _string_quotes(forms: tuple[ArgumentForm, ...]) -> tuple[str, str]:
 # --------------------------------------------------------------------------- builders of derived fields
 
 
-def leading_markers(parts: tuple[Part, ...]) -> Markers:
-    found = []
-    for part in parts:
-        if not isinstance(part, Marker):
-            break
-        found.append(part)
-    return tuple(found)
-
-
 def trigger_for(section_open: Markers, call: tuple[Part, ...]) -> Trigger:
     """Where calls start: the section opener, else the call's first marker; a regex for a bare JSON
     call (it opens with its first key, the same for every call); a tool's name at the start."""
@@ -289,14 +281,10 @@ def calls_shape(
     close_space: str = "",
     json_separators: tuple[str, ...] = (),
     close_from: int = 1,
+    content_after: bool = False,
 ) -> CallsShape:
+    # The derived fields by the shape analysis' rule, which the grammar and the parser read too.
     opener = leading_markers(call)
-    last = call[-1] if call else None
-    ends_with = last.text if isinstance(last, Marker) else ""
-    followers = [literal[0].text for literal in (separator or (), section_close) if literal]
-    if opener:
-        followers.append(opener[0].text)
-    followers += stops
     return CallsShape(
         section_open,
         section_close,
@@ -305,13 +293,14 @@ def calls_shape(
         no_arguments,
         trigger or trigger_for(section_open, call),
         opener,
-        ends_with,
-        tuple(followers),
+        closing_text(call),
+        call_followers(separator, section_close, opener, stops),
         open_space,
         separator_space,
         close_space,
         json_separators,
         close_from,
+        content_after,
     )
 
 
@@ -424,6 +413,7 @@ def lower(description: FormatDescription) -> OutputShape:
             close_space=_space_only(c.section_close),
             json_separators=c.json_separators if isinstance(c.json_separators, tuple) else (),
             close_from=c.section_close_from,
+            content_after=c.content_before_calls == "after the calls",
         )
     return output_shape(
         description.template.name,

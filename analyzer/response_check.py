@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.backends.response_template import CONFIG_KEY, into_tokenizer_config
-from analyzer.description import Calls, FormatDescription, Reasoning, ThinkingSwitch
+from analyzer.description import CONTENT_KEPT, Calls, FormatDescription, Reasoning, ThinkingSwitch
 from analyzer.errors import InputError, MissingDependency, RenderError
 from analyzer.lower import escapes
 from analyzer.render.conversation import Renderer
@@ -288,7 +288,7 @@ def _not_written(description: FormatDescription, case: Case) -> str:
     if isinstance(calls, Calls):
         if len(case.calls) > 1 and description.capabilities.parallel_calls.status != "yes":
             return f"parallel calls are not written ({description.capabilities.parallel_calls.status})"
-        if case.calls and case.content and calls.content_before_calls != "kept":
+        if case.calls and case.content and calls.content_before_calls not in CONTENT_KEPT:
             return f"content beside calls is not written ({calls.content_before_calls})"
     if case.reasoning and not isinstance(description.reasoning, Reasoning):
         return "the template writes no reasoning"

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from analyzer.backends.summary import visible
-from analyzer.description import CallIds, Calls, Capabilities, FormatDescription, Reasoning, Results
+from analyzer.description import CONTENT_KEPT, CallIds, Calls, Capabilities, FormatDescription, Reasoning, Results
 from analyzer.evidence import ContextUse, EngineAgreement, Evidence, History, ToolDefinitions, ToolPlacement
 from analyzer.runtime.shape import ID_FORMS
 from analyzer.tokenizer import TOKENS_UNKNOWN
@@ -371,7 +371,7 @@ def _history(description: FormatDescription, history: History, findings: list[Fi
                     history.call_turn,
                 )
             )
-        elif kept == "kept":
+        elif kept in CONTENT_KEPT:
             findings.append(
                 Finding(
                     "history", "content-kept", "info", "content beside tool calls is kept in history", history.call_turn

@@ -24,6 +24,8 @@ inline and only tokens are named rules, so GBNF readers that lex (llguidance) re
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import re
 from dataclasses import dataclass, replace
@@ -38,7 +40,6 @@ from analyzer.runtime.shape import (
     ArgKey,
     ArgPart,
     ArgumentShape,
-    ArgValue,
     CallId,
     CallsShape,
     IdForm,
@@ -51,8 +52,10 @@ from analyzer.runtime.shape import (
     Name,
     OutputShape,
     Part,
+    ReasoningShape,
     escape_name,
 )
+from analyzer.runtime.shape_analysis import FormFacts, TagFrame, analysis, form_tag_frame
 from analyzer.tools import Tool, chosen_tools, declared_tools
 
 # llama-server's grammar trigger types. A token trigger (type 0) needs the token's id, which only the
@@ -60,6 +63,7 @@ from analyzer.tools import Tool, chosen_tools, declared_tools
 TRIGGER_WORD, TRIGGER_PATTERN, TRIGGER_PATTERN_FULL = 1, 2, 3
 
 _DIGITS = "[0-9]{1,9}"
+_JSON_DIGITS = '( "0" | [1-9] [0-9]{0,8} )'  # a JSON number has no leading zero
 _ID_SAMPLE = "<id>"
 _SPACES = re.compile(r"\s+")
 _QUOTED_DIGITS = re.compile(r'"([0-9]+)"')
@@ -227,6 +231,9 @@ class _Piece:
     first: str = ""
     last: str = ""
     sample: str = ""
+    # ``sample`` with the whitespace the exact grammar writes ("": ``sample`` itself; None: not known,
+    # as for JSON, whose whitespace its rules write).
+    spaced: str | None = ""
 
 
 def needs_space(before: str, after: str) -> bool:
@@ -247,6 +254,9 @@ class _Builder:
     def __init__(self, shape: OutputShape, calls: CallsShape, thinking: bool | None = None, *, exact: bool) -> None:
         self.shape = shape
         self.calls = calls
+        facts = analysis(shape).calls
+        assert facts is not None and facts.calls is calls
+        self.facts = facts
         self.thinking = thinking
         self.exact = exact
         self.rules = Rules()
@@ -260,6 +270,8 @@ class _Builder:
         # Which call of the section is being written (0 for the first), where the template counts
         # calls in their text; None once past the calls written out one by one.
         self.position: int | None = 0
+        # A call written with at least one argument (its no-argument spelling is another pattern).
+        self.some_arguments = False
 
     def space(self, written: str) -> str:
         """Whitespace where the template wrote ``written``: exactly that, or any (bounded) when flexible."""
@@ -289,6 +301,9 @@ class _Builder:
         kept = [piece for piece in pieces if piece.expr]
         if not kept:
             return _Piece("")
+        spaced: list[str | None] = [kept[0].spaced if kept[0].spaced != "" else kept[0].sample]
+        for before, after in itertools.pairwise(kept):
+            spaced += [before.trail or after.lead, after.spaced if after.spaced != "" else after.sample]
         return _Piece(
             seq(*self.tokens(kept)),
             kept[0].lead,
@@ -296,6 +311,7 @@ class _Builder:
             kept[0].first,
             kept[-1].last,
             "".join(piece.sample for piece in pieces),
+            None if None in spaced else "".join(text for text in spaced if text),
         )
 
     def choice(self, options: list[_Piece]) -> _Piece:
@@ -348,7 +364,22 @@ class _Builder:
         after = self.calls.close_space + whole.trail
         tail = literal(after) if self.exact and after else optional(self.rules.ws()) if after else ""
         lead = "" if lazy else self.calls.open_space + whole.lead
-        return _Piece(seq(whole.expr, tail), lead, "", whole.first, "", whole.sample)
+        return _Piece(seq(whole.expr, self.content_after(), tail), lead, "", whole.first, "", whole.sample)
+
+    def content_after(self) -> str:
+        """Where the template writes a message's content after its calls (the shape analysis' follow set
+        of the section holds content): text that opens no call, up to the turn's end."""
+        if not self.facts.content_after:
+            return ""
+        words = tuple(dict.fromkeys(word for word in (self.calls.trigger.word, *self.shape.stops) if word))
+        text = text_without(self.rules, "content-after", words)
+        if self.exact:
+            return optional(text)
+        # Flexible whitespace may stand between two calls: text that starts with it, or with a watched
+        # word's first character, would start like one more call, which a lexing reader (taking the
+        # longest run and never giving it back) could not tell from the text.
+        first = char_class({" ", "\t", "\n", "\r"} | {word[0] for word in words}, negated=True)
+        return optional(seq(first, text))
 
     def counts_calls(self) -> bool:
         return self.exact and any(isinstance(part, Index) for part in self.calls.call)
@@ -383,8 +414,12 @@ class _Builder:
             rest = self.join(self.markers(reasoning.after)).expr
             if not reasoning.opened_by_prompt(self.thinking):
                 closed = seq(self.reasoning(), ws, seq(rest, ws) if rest else "")
+                if _empty_block(self.shape.prefix, reasoning):  # as in the exact grammar, below
+                    return seq(ws, optional(closed), section)
                 return seq(ws, written_first, optional(closed), section)
             reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
+            if _closes_block(self.shape.prefix, reasoning) and not rest:  # as in the exact grammar, below
+                return seq(ws, reasoning_block, ws, section)
             return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
 
         def space(text: str) -> str:
@@ -410,9 +445,20 @@ class _Builder:
         if not reasoning.opened_by_prompt(self.thinking):
             # What follows the block (the next message's prefix, where the block is a message of its own).
             block = self.join([_Piece(self.reasoning(), trail=close_trail), after])
+            if _empty_block(self.shape.prefix, reasoning):
+                # What every turn starts with is an empty block (Qwen3's ``<think>\n\n</think>``): it is a
+                # reasoning block, the one a turn may hold, not a second spelling before it (two
+                # alternatives starting alike, which a lexing reader cannot tell apart: it takes the
+                # longest and never gives it back).
+                return seq(space(prefix.lead), before_calls(block), section)
             return seq(start, before_calls(block), section)
         block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
         if not after.expr:
+            if _closes_block(self.shape.prefix, reasoning):
+                # Every turn closes the block the prompt opened before anything else (Nemotron-3-Nano's
+                # ``</think>``): the calls come after its close, never in it. (Calls at once would start
+                # like the block's text, ``\n<tool_call``, which a lexing reader cannot tell apart.)
+                return seq(block.expr, self.rules.ws(), section)
             return seq(before_calls(block), section)
         # What follows the block is the rest of every turn's prefix: its whitespace and the calls' follow
         # each other, as the prefix's do.
@@ -447,25 +493,44 @@ class _Builder:
         reader can take the wrong way: its markers are longer tokens than the call pattern's.)"""
         # Local $refs of the tool's schemas point into its parameters.
         self.json.root = self.python.root = tool.arguments_schema
-        call = self.sequence(self.calls.call, tool)
-        if self.calls.no_arguments is None or tool.properties:
+        call = self.sequence(self.facts.call, tool)
+        if not tool.properties:
+            if self.facts.no_arguments is None:
+                return call
+            bare = self.sequence(self.facts.no_arguments, tool)
+            if _same_call(bare.sample, call.sample):
+                # Exact: the template's own whitespace, which the call pattern with its arguments left
+                # out may not write (GLM's ``list_files\n</tool_call>``, where the pattern keeps a
+                # newline on each side of the absent arguments).
+                return bare if self.exact and _respaced(bare, call) else call
+            return self.choice([call, bare])
+        if not self.exact or set(tool.parameters.get("required") or ()) & set(tool.properties):
             return call
-        bare = self.sequence(self.calls.no_arguments, tool)
-        if _same_call(bare.sample, call.sample):
+        # Arguments that may all be left out: a call without any is written as the template writes one
+        # (its no-argument pattern, or the call pattern with the arguments left out where that is the
+        # same) where the call pattern with none keeps the whitespace on both sides of them (Qwen3-Coder:
+        # ``>\n</function>``, not ``>\n\n</function>``); with some, by the call pattern.
+        bare_form = self.facts.without_arguments
+        if bare_form is None:
             return call
-        return self.choice([call, bare])
+        bare = self.sequence(bare_form, tool)
+        if not (_same_call(bare.sample, call.sample) and _respaced(bare, call)):
+            return call
+        self.some_arguments = True
+        try:
+            some = self.sequence(self.facts.call, tool)
+        finally:
+            self.some_arguments = False
+        return self.choice([some, bare])
 
-    def sequence(self, parts: tuple[Part, ...], tool: Tool) -> _Piece:
-        pieces = []
-        for i, part in enumerate(parts):
-            following = next((p.text for p in parts[i + 1 :] if isinstance(p, Marker)), "")
-            pieces.append(self.part(part, tool, following))
-        return self.join(pieces)
+    def sequence(self, form: FormFacts, tool: Tool) -> _Piece:
+        return self.join([self.part(part, tool, form.value_stops(k)) for k, part in enumerate(form.parts)])
 
     # ------------------------------------------------------------------ one method per part kind
 
-    def part(self, part: Part, tool: Tool, following: str) -> _Piece:
-        """``following``: the next marker's text, before which argument text of unknown syntax stops."""
+    def part(self, part: Part, tool: Tool, stops: str) -> _Piece:
+        """``stops``: the first characters of what may follow an argument, before which argument text of
+        unknown syntax stops (the shape analysis' ``value_stops``)."""
         match part:
             case Marker():
                 return self.marker(part)
@@ -478,15 +543,15 @@ class _Builder:
             case JsonArgs():
                 return self.json_args(part, tool)
             case KeyValueArgs():
-                return self.key_value_args(part, tool, following)
+                return self.key_value_args(part, tool, stops)
             case JsonCallObject():
                 return self.json_call_object(part, tool)
         raise UnsupportedFormat(f"no grammar for call part {part!r}")
 
     def marker(self, part: Marker) -> _Piece:
         if not part.text and self.exact:  # whitespace alone between two fields
-            return _Piece(literal(part.lead + part.trail))
-        return _Piece(literal(part.text), part.lead, part.trail, part.text, part.text, part.text)
+            return _Piece(literal(part.lead + part.trail), spaced=part.lead + part.trail)
+        return _Piece(literal(part.text), part.lead, part.trail, part.text, part.text, part.text, part.text)
 
     def name(self, part: Name, tool: Tool) -> _Piece:
         written = escape_name(tool.name, part.escapes)
@@ -512,13 +577,11 @@ class _Builder:
             expr = self.json.value(tool.arguments_schema, f"{tool.name}-args")
         # A JSON text may have whitespace around it, where it is not written exactly.
         space = self.value_space
-        return _Piece(expr, lead=space, trail=space, sample='"{}"' if part.encoding == "string" else "{}")
+        return _Piece(expr, lead=space, trail=space, sample='"{}"' if part.encoding == "string" else "{}", spaced=None)
 
-    def key_value_args(self, part: KeyValueArgs, tool: Tool, following: str) -> _Piece:
+    def key_value_args(self, part: KeyValueArgs, tool: Tool, stops: str) -> _Piece:
         forms = {form.json_type: form for form in part.forms}
         required = set(tool.parameters.get("required") or ())
-        # A value that ends its form ends before the separator or, last, before the next marker.
-        stops = "".join(text[0] for text in (part.separator[0].text if part.separator else "", following) if text)
         members = []
         properties = sorted(tool.properties.items()) if part.sorted_names else tool.properties.items()
         for key, schema in properties:
@@ -536,7 +599,7 @@ class _Builder:
                 for form, kinds in by_form.values()
             ]
             members.append((choice(options), key in required))
-        return _Piece(ordered(members, self.separator(part.separator)))
+        return _Piece(ordered(members, self.separator(part.separator), empty=not self.some_arguments))
 
     def json_call_object(self, part: JsonCallObject, tool: Tool) -> _Piece:
         layout = part.layout
@@ -548,7 +611,7 @@ class _Builder:
         if layout.name_is_key:
             sample = json.dumps({tool.name: empty}, separators=(",", ":"))
             space = self.value_space
-            return _Piece(self.json_object({tool.name: arguments}, [tool.name]), space, space, "{", "}", sample)
+            return _Piece(self.json_object({tool.name: arguments}, [tool.name]), space, space, "{", "}", sample, None)
         if not layout.name_path or not layout.arguments_path:
             raise UnsupportedFormat("a JSON call without a name or arguments key")
         tree: dict[str, Any] = {}
@@ -574,14 +637,14 @@ class _Builder:
                 tree,
                 written,
                 layout.index_path,
-                self.rules.add("json-index", f'{_DIGITS} | "\\"" {_DIGITS} "\\""'),
+                self.rules.add("json-index", f'{_JSON_DIGITS} | "\\"" {_DIGITS} "\\""'),
                 layout.index_base,
             )
         for path, text in layout.constants:
             _put(tree, written, path, literal(text), json.loads(text))
         order = [key for key in layout.key_order if key in tree] + [key for key in tree if key not in layout.key_order]
         sample = json.dumps({key: written[key] for key in order}, separators=(",", ":"))
-        return _Piece(self.json_object(tree, order), self.value_space, self.value_space, "{", "}", sample)
+        return _Piece(self.json_object(tree, order), self.value_space, self.value_space, "{", "}", sample, None)
 
     # ------------------------------------------------------------------ helpers of the part methods
 
@@ -669,7 +732,9 @@ class _Builder:
                 rules = self.json if form.syntax == "json" else self.python
                 pieces.append(_Piece(rules.value(schema, hint), lead=self.value_space, trail=self.value_space))
                 i += 1
-            elif (tag := _tag_texts(parts)) is not None and (nested := self.tag_value(tag, schema, hint)) is not None:
+            elif (tag := form_tag_frame(form)) is not None and (
+                nested := self.tag_value(tag, schema, hint)
+            ) is not None:
                 # An object or array written as nested tags in the argument form (MiniMax-M3).
                 pieces.append(_Piece(nested))
                 i += 1
@@ -685,15 +750,13 @@ class _Builder:
                 i += 1
         return self.join(pieces).expr
 
-    def tag_value(self, tag: tuple[str, str, str, str], schema: Any, hint: str) -> str | None:
+    def tag_value(self, tag: TagFrame, schema: Any, hint: str) -> str | None:
         """An object's members or an array's items as tags in the argument form, nested; None for a
         schema that does not list what they are (a free-form object). The marker a template writes
         between two arguments it writes before the first member too, and not after the last (the
         value's closing marker starts with it)."""
-        opening, middle, closing, end = tag
-        between = next(
-            (end[-n:] for n in range(min(len(end), len(closing)), 0, -1) if closing.startswith(end[-n:])), ""
-        )
+        opening, middle, closing, end = tag.opening, tag.middle, tag.closing, tag.end
+        between = tag.between_arguments
         kind = _json_type(schema)
         if kind == "object":
             properties = schema.get("properties") if isinstance(schema, dict) else None
@@ -739,10 +802,10 @@ class _Builder:
             return group(item) + "*"
         return None
 
-    def tag_member_value(self, tag: tuple[str, str, str, str], schema: Any, hint: str) -> tuple[str, str] | None:
+    def tag_member_value(self, tag: TagFrame, schema: Any, hint: str) -> tuple[str, str] | None:
         """A member's value and the part of the closing marker left to write after it (a string's text
         takes the closing marker in)."""
-        closing = tag[2]
+        closing = tag.closing
         kind = _json_type(schema)
         if kind in ("object", "array"):
             nested = self.tag_value(tag, schema, hint)
@@ -807,26 +870,6 @@ def _run(parts: list[ArgPart], start: int, step: int) -> Markers:
     return tuple(found if step > 0 else reversed(found))
 
 
-def _tag_texts(parts: list[Any]) -> tuple[str, str, str, str] | None:
-    """The texts of an argument form that writes its value between tags naming the key
-    (``<`` key ``>`` value ``</`` key ``>``): before the key, between key and value, after the value,
-    after the closing key; None for any other form."""
-    kinds = [type(part) for part in parts]
-    if kinds.count(ArgKey) != 2 or ArgValue not in kinds:
-        return None
-    first, value = kinds.index(ArgKey), kinds.index(ArgValue)
-    second = len(kinds) - 1 - kinds[::-1].index(ArgKey)
-    if not first < value < second:
-        return None
-    texts = [
-        "".join(part.text for part in parts[start:stop] if isinstance(part, Marker))
-        for start, stop in ((0, first), (first + 1, value), (value + 1, second), (second + 1, len(parts)))
-    ]
-    if not all(texts) or any(not isinstance(part, Marker) for part in parts[:first] + parts[second + 1 :]):
-        return None
-    return texts[0], texts[1], texts[2], texts[3]
-
-
 def _id_chars(form: IdForm) -> str:
     """GBNF for one id of ``form``."""
     repeat = (
@@ -846,6 +889,24 @@ def _put(tree: dict[str, Any], written: dict[str, Any], path: tuple[str, ...], e
         written = written.setdefault(key, {})
     tree[path[-1]] = expr
     written[path[-1]] = value
+
+
+def _empty_block(prefix: Markers, reasoning: ReasoningShape) -> bool:
+    """Whether what every turn starts with is a reasoning block with no text: its open and close markers."""
+    written = "".join(marker.text for marker in prefix)
+    opening, closing = "".join(m.text for m in reasoning.open), "".join(m.text for m in reasoning.close)
+    return bool(opening and closing) and written == opening + closing
+
+
+def _closes_block(prefix: Markers, reasoning: ReasoningShape) -> bool:
+    """Whether what every turn starts with is the reasoning block's close marker (the prompt opened it)."""
+    closing = "".join(m.text for m in reasoning.close)
+    return bool(closing) and "".join(marker.text for marker in prefix) == closing
+
+
+def _respaced(one: _Piece, other: _Piece) -> bool:
+    """Whether two pieces the exact grammar writes differ in their whitespace (known for both)."""
+    return one.spaced is not None and other.spaced is not None and one.spaced != other.spaced
 
 
 def _same_call(one: str, other: str) -> bool:
@@ -962,6 +1023,13 @@ _EMPTY = _Seq(())
 _MAX_NESTING = 8
 
 
+def text_without(rules: Rules, hint: str, avoid: tuple[str, ...]) -> str:
+    """A rule for any text (empty too) that holds none of ``avoid`` and does not end with the start of
+    one (which a reader at the end of the output takes for a marker cut off): ``text_until``'s
+    automaton, ending where nothing of a word is matched."""
+    return _words_text(rules, hint, None, avoid)
+
+
 def text_until(rules: Rules, hint: str, stop: str, avoid: tuple[str, ...] = ()) -> str:
     """A rule for any text that ends with the first ``stop`` in it and holds none of ``avoid``.
 
@@ -971,30 +1039,45 @@ def text_until(rules: Rules, hint: str, stop: str, avoid: tuple[str, ...] = ()) 
     one by one, deepest first, the edges between the remaining ones becoming regexes (state
     elimination). Deeply nested alternatives become rules of their own: GBNF readers limit nesting.
     """
-    avoid = tuple(word for word in avoid if word and word not in stop)  # such a word would bar stop itself
-    words = (stop, *avoid)
-    prefixes = sorted({word[:i] for word in words for i in range(len(word))}, key=len)
+    return _words_text(rules, hint, stop, avoid)
+
+
+def _words_text(rules: Rules, hint: str, stop: str | None, avoid: tuple[str, ...]) -> str:
+    """``text_until`` ``stop``, or with ``stop`` None ``text_without``."""
+    return rules.add(hint, _gbnf(_words_regex(stop, avoid), rules, hint))
+
+
+@functools.lru_cache(maxsize=512)
+def _words_regex(stop: str | None, avoid: tuple[str, ...]) -> _Regex:
+    """The regex of ``_words_text``, once per words: a grammar asks for the same raw text many times
+    (every argument of every tool, every call position)."""
+    avoid = tuple(word for word in avoid if word and word not in (stop or ""))  # such a word would bar stop itself
+    words = (stop, *avoid) if stop is not None else avoid
+    prefixes = sorted({word[:i] for word in words for i in range(len(word))}, key=lambda p: (len(p), p))
     state = {prefix: i for i, prefix in enumerate(prefixes)}  # state 0: nothing matched yet
     start, accept = len(prefixes), len(prefixes) + 1
     alphabet = {ch for word in words for ch in word}
 
     def step(prefix: str, ch: str) -> int | None:
         seen = prefix + ch
-        if seen.endswith(stop):
+        if stop is not None and seen.endswith(stop):
             return accept
         if any(seen.endswith(word) for word in avoid):
             return None
         return next(state[seen[i:]] for i in range(len(seen) + 1) if seen[i:] in state)
 
     edges: dict[tuple[int, int], _Regex] = {(start, 0): _EMPTY}
+    if stop is None:  # the text may end where no word is begun
+        edges[(0, accept)] = _EMPTY
     for prefix, source in state.items():
         targets: dict[int, set[str]] = {}
-        for ch in alphabet:
+        for ch in sorted(alphabet):  # in a fixed order: the grammar text is the same in every process
             target = step(prefix, ch)
             if target is not None:
                 targets.setdefault(target, set()).add(ch)
         # Back to nothing matched: every character no word holds, and the listed ones that lead there.
-        edges[(source, 0)] = _Class(frozenset(alphabet - targets.pop(0, set())), True)
+        back = _Class(frozenset(alphabet - targets.pop(0, set())), True)
+        edges[(source, 0)] = _alt(edges[(source, 0)], back) if (source, 0) in edges else back
         for target, chars in targets.items():
             edges[(source, target)] = _Lit(next(iter(chars))) if len(chars) == 1 else _Class(frozenset(chars), False)
     for k in reversed(range(len(prefixes))):
@@ -1007,7 +1090,7 @@ def text_until(rules: Rules, hint: str, stop: str, avoid: tuple[str, ...] = ()) 
             for j, last in out:
                 path = _seq(first, _Star(loop) if loop else _EMPTY, last)
                 edges[(i, j)] = _alt(edges[(i, j)], path) if (i, j) in edges else path
-    return rules.add(hint, _gbnf(edges[(start, accept)], rules, hint))
+    return edges[(start, accept)]
 
 
 def _seq(*items: _Regex) -> _Regex:
@@ -1037,6 +1120,8 @@ def _gbnf(regex: _Regex, rules: Rules, hint: str, depth: int = 0, top: bool = Tr
     if isinstance(regex, _Class):
         return char_class(regex.chars, negated=regex.negated)
     if isinstance(regex, _Seq):
+        if not regex.items:
+            return '""'
         return " ".join(_gbnf(item, rules, hint, depth, top=False) for item in regex.items)
     if isinstance(regex, _Alt):
         if depth >= _MAX_NESTING:

@@ -71,11 +71,12 @@ def choice(options: Iterable[str]) -> str:
     return unique[0] if len(unique) == 1 else group(" | ".join(unique))
 
 
-def ordered(members: list[tuple[str, bool]], separator: str, extra: str = "") -> str:
+def ordered(members: list[tuple[str, bool]], separator: str, extra: str = "", *, empty: bool = True) -> str:
     """Members in their order with ``separator`` between two, each ``(expr, required)``: required
     ones must be written, optional ones may be left out; ``extra``: any number of further members
-    after them. Inline, and linear in size when a member is required: every member before the first
-    required one is followed by a separator, every member after it preceded by one."""
+    after them; ``empty``: whether none at all may be written. Inline, and linear in size when a
+    member is required: every member before the first required one is followed by a separator, every
+    member after it preceded by one."""
     more = group(seq(separator, extra)) + "*" if extra else ""
     first = next((i for i, (_, required) in enumerate(members) if required), None)
     if first is not None:
@@ -97,7 +98,7 @@ def ordered(members: list[tuple[str, bool]], separator: str, extra: str = "") ->
     ]
     if extra:
         options.append(seq(extra, more))
-    return optional(" | ".join(options))
+    return optional(" | ".join(options)) if empty else group(" | ".join(options))
 
 
 class Rules:

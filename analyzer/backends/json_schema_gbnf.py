@@ -94,11 +94,42 @@ _ENFORCED = frozenset(
 _QUOTE = r'"\""'  # the GBNF literal for a JSON string's quote
 _JSON_CHAR = r"""[^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )"""
 _JSON_STRING = r'''"\"" ( [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\""'''
-# Python string literal in either quote, any backslash escape (repr writes \n, \', \x.., \u....).
-_PY_STRING = r'''"'" ( [^'\\] | "\\" [^\x0A] )* "'" | "\"" ( [^"\\] | "\\" [^\x0A] )* "\""'''
+# Python string literal in either quote, any backslash escape (repr writes \n, \', \x.., \u....) that
+# Python reads: \x, \u and \U with their hex digits (\U up to U+10FFFF), no \N{...} (a character's name).
+_PY_ESCAPE = (
+    r'"\\" ( [^\x0AxuUN] | "x" [0-9a-fA-F]{2} | "u" [0-9a-fA-F]{4} '
+    r'| "U" ( "000" [0-9a-fA-F]{5} | "0010" [0-9a-fA-F]{4} ) )'
+)
+_PY_STRING = rf'''"'" ( [^'\\] | {_PY_ESCAPE} )* "'" | "\"" ( [^"\\] | {_PY_ESCAPE} )* "\""'''
 _INTEGER = '"-"? ( "0" | [1-9] [0-9]{0,15} )'
 # A fraction as long as the shortest round-trip spelling of a double (17 digits after up to 4 zeros).
-_NUMBER = _INTEGER + r' ( "." [0-9]{1,21} )? ( [eE] [+\x2D]? [0-9]{1,3} )?'
+# Every number is a finite double, as the parser reads it (1E400 is JSON, and infinity, which the parser
+# refuses): a positive exponent up to 292 after any integer part (16 digits at most), up to 307 after
+# one digit (``repr``'s ``1.5e+300``), and 308 after 1 with a fraction up to the largest double's
+# (1.7976931348623157e+308).
+_FRACTION = '( "." [0-9]{1,21} )?'
+_LARGEST_FRACTION = "7976931348623157"
+
+
+def _digits_at_most(bound: str, room: int) -> str:
+    """Fraction digits (one at least, ``room`` at most) that read as no more than ``bound``'s: the
+    bound's first digits, then a lower digit and any; or the bound's first digits alone, or all of
+    them and zeros. Flat alternatives: llguidance refuses a grammar nested one level per digit."""
+    options = [
+        seq(*([literal(bound[:k])] if k else []), f"[0-{int(bound[k]) - 1}] [0-9]{{0,{room - k - 1}}}")
+        for k in range(len(bound))
+        if bound[k] != "0"
+    ]
+    options += [literal(bound[:k]) for k in range(1, len(bound))]
+    options.append(f'{literal(bound)} "0"{{0,{room - len(bound)}}}')
+    return group(" | ".join(options))
+
+
+_NUMBER = (
+    f'{_INTEGER} {_FRACTION} ( [eE] ( "-" [0-9]{{1,3}} | "+"? ( [0-9]{{1,2}} | [01] [0-9] [0-9] | "2" [0-8] [0-9] '
+    f'| "29" [0-2] ) ) )? | "-"? [1-9] {_FRACTION} [eE] "+"? ( "29" [3-9] | "30" [0-7] ) '
+    f'| "-"? "1" ( "." {_digits_at_most(_LARGEST_FRACTION, 21)} )? [eE] "+"? "308"'
+)
 
 
 def _is_number(value: object) -> bool:

@@ -57,6 +57,7 @@ from analyzer.runtime.shape import (
     Part,
     id_pattern,
 )
+from analyzer.runtime.shape_analysis import analysis
 
 VERSION = 1
 # The key tokenizer_config.json holds it under, which tokenizers load as ``tokenizer.response_template``.
@@ -397,7 +398,12 @@ class _Builder:
     def opener(self, calls: CallsShape, head: tuple[Part, ...], body: Part) -> dict[str, str]:
         """What a call writes before its arguments, after the section opener or the separator."""
         before = [_flex(calls.section_open), _flex(calls.separator or ())]
-        pattern = self.sequence(head, _starts(body, calls))
+        facts = analysis(self.shape).calls
+        assert facts is not None
+        # What the arguments may start with (what follows them, where there may be none); read as one
+        # JSON value, a bracket.
+        arguments_start = facts.call.arguments_start(len(head)) if isinstance(body, KeyValueArgs) else "{["
+        pattern = self.sequence(head, arguments_start)
         literal_first = bool(head) and isinstance(head[0], Marker) and bool(head[0].text)
         if literal_first:
             lead = _either(before)
@@ -644,16 +650,6 @@ def _json_array_section(calls: CallsShape) -> bool:
         and calls.separator is not None
         and [m.text for m in calls.separator] == [","]
     )
-
-
-def _starts(body: Part, calls: CallsShape) -> str:
-    """The characters a call's arguments part may start with, or what follows it when it is empty."""
-    if isinstance(body, KeyValueArgs):
-        firsts = [form.parts[0].text[:1] for form in body.forms if isinstance(form.parts[0], Marker)]
-        at = calls.call.index(body)
-        after = next((p.text[:1] for p in calls.call[at + 1 :] if isinstance(p, Marker) and p.text), "")
-        return "".join(firsts) + after
-    return "{["
 
 
 def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:

@@ -210,7 +210,10 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
         # model, which stops there, never writes both in one reply.
         at, call_at = content.find(v.CONTENT_TEXT), content.find(v.FN1)
         between = content[min(at, call_at) : max(at, call_at)]
-        content_before = "separate turn" if any(stop and stop in between for stop in turn.stop) else "kept"
+        if any(stop and stop in between for stop in turn.stop):
+            content_before = "separate turn"
+        else:
+            content_before = "after the calls" if at > call_at else "kept"
 
     no_arguments = _no_arguments(session, turn, pattern, section_open, section_close)
     calls = Calls(

@@ -2,6 +2,7 @@
 
     call_forms.py  call ids and calls written as one JSON object: what the description records as is
     shape.py       the output shape (what a model writes), as data that serialises to JSON
+    shape_analysis.py  what follows what in a shape (follow sets, closing texts, tag frames), worked out once
     message.py     what a parse gives: an OpenAI-style message, and the deltas of a stream
     values.py      reading JSON and Python values the way models write them
     schema.py      checking arguments against a tool's JSON schema

@@ -231,6 +231,8 @@ class CallsShape:
     json_separators: tuple[str, ...] = ()
     # How many calls a section holds before the template writes its closer (2: one call goes without).
     close_from: int = 1
+    # The template writes a message's content after its calls (gemma-4): a model may write text there.
+    content_after: bool = False
 
 
 @dataclass(frozen=True, slots=True)

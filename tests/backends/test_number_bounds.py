@@ -13,6 +13,7 @@ import pytest
 from helpers.gbnf_check import Checker
 
 from analyzer.backends.gbnf_values import Bound, number_range
+from analyzer.backends.json_schema_gbnf import _NUMBER
 
 VALUES = ["0", "1", "-1", "0.5", "-2.5", "0.05", "0.125", "1.005", "10", "-100"]
 BOUNDS = [None] + [Bound(Decimal(v), inclusive) for v in VALUES for inclusive in (True, False)]
@@ -56,3 +57,20 @@ def test_bounds_no_plain_spelling_reaches_are_not_enforced() -> None:
     assert number_range(Bound(Decimal("1e-05"), True), None) is None
     assert number_range(None, Bound(Decimal("1e17"), True)) is None
     assert number_range(Bound(Decimal("0." + "1" * 25), True), None) is None
+
+
+# The largest doubles as a JSON writer spells them, and past them the spellings that read as infinity.
+FINITE_AT_THE_TOP = [1.7976931348623157e308, 1.797e308, 1.5e308, 1e308, 9.99e307, 1.0000000000000002e308, 5e292]
+INFINITE = ["1.798e+308", "2e308", "1e309", "1E400", "10e308", "1.8e+308", "-1e999"]
+
+
+def test_every_double_a_writer_spells_is_a_number_and_infinity_is_not() -> None:
+    """The number rule (no schema bounds) takes each finite double's ``json.dumps`` spelling, positive and
+    negative, up to the largest, and refuses spellings beyond it, which the parser would read as infinity."""
+    checker = Checker(f"root ::= {_NUMBER}")
+    for number in [*FINITE_AT_THE_TOP, *WRITTEN]:
+        for text in {json.dumps(number), json.dumps(-number)}:
+            assert checker.check(text), text
+    for text in INFINITE:
+        assert float(text) in (float("inf"), float("-inf"))
+        assert not checker.check(text), text

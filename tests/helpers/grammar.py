@@ -106,10 +106,10 @@ def model_output(c: Case, calls: list[Call]) -> str:
     return assistant_output(c.description, c.compiled, [USER], turn, TOOLS)
 
 
-def calls_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
+def calls_span(shape: OutputShape, output: str, count: int, name: str = WEATHER[0]) -> tuple[int, int]:
     """Where the calls are in the output: from the trigger (the start of the calls for a regex or a
-    name) to the end of the section closer, or of the last call, or (calls that end with their JSON
-    and no closer) up to the stop string, trailing whitespace left out."""
+    name, the first call's ``name``) to the end of the section closer, or of the last call, or (calls
+    that end with their JSON and no closer) up to the stop string, trailing whitespace left out."""
     calls = shape.calls
     assert calls is not None
     trigger = calls.trigger
@@ -120,7 +120,7 @@ def calls_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
         match = re.search(trigger.pattern, output)
         start = end = match.start() if match else -1
     else:
-        start = end = output.find(WEATHER[0])
+        start = end = output.find(name)
     assert start >= 0, f"the calls' start is not in {output!r}"
     last = calls.call[-1]
     if isinstance(last, Marker):
@@ -134,12 +134,12 @@ def calls_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
     return start, end
 
 
-def turn_span(shape: OutputShape, output: str, count: int) -> tuple[int, int]:
+def turn_span(shape: OutputShape, output: str, count: int, name: str = WEATHER[0]) -> tuple[int, int]:
     """From where the calls start (as ``calls_span``) to where the model's turn ends: the first stop
     after the calls, which is the end-of-generation token (a model writes it as that token, and a
     grammar never sees it as text). A call turn the template leaves open (command-r-plus) has the next
     header's first marker among the stops."""
-    start, end = calls_span(shape, output, count)
+    start, end = calls_span(shape, output, count, name)
     return start, turn_end(shape, output, end)
 
 
@@ -343,6 +343,69 @@ def rendered_keyword_calls(c: Case) -> list[Expectation]:
     return expectations
 
 
+NO_ARGUMENTS: Call = ("list_files", {}, "Ab3De6Gh9")
+OPTIONAL_TOOL = tool("set_mode", {"mode": {"type": "string"}}, [])
+
+
+def a_call_without_arguments(c: Case) -> list[Expectation]:
+    """The template's own call of a tool without parameters (GLM-4.6 writes ``<tool_call>list_files\n</tool_call>``,
+    one newline where the call pattern has one on each side of its arguments), from the trigger and from
+    the output's start; with a blank line more where the template writes none, refused."""
+    output = model_output(c, [NO_ARGUMENTS])
+    start, end = turn_span(c.shape, output, 1, NO_ARGUMENTS[0])
+    lazy, required = to_grammar(c.shape, TOOLS), to_grammar(c.shape, TOOLS, tool_choice="required")
+    assert lazy is not None and required is not None
+    expectations = [
+        Expectation(lazy.text, output[start:end], True, "a call without arguments from the trigger"),
+        Expectation(required.text, output[:end], True, "a call without arguments from the output's start"),
+    ]
+    name_at = output.index(NO_ARGUMENTS[0], start) + len(NO_ARGUMENTS[0])
+    after = output[name_at:end]
+    if after[:1] == "\n":  # a newline after the name: one more is not the template's
+        widened = output[start:name_at] + "\n" + after
+        expectations.append(Expectation(lazy.text, widened, False, "a blank line the template does not write"))
+    # A tool whose arguments may all be left out, called with none (Qwen3-Coder: ``>\n</function>``).
+    tools = [*TOOLS, OPTIONAL_TOOL]
+    turn = {
+        "role": "assistant",
+        "content": c.description.input_form.content_with_calls,
+        "tool_calls": tool_calls(c.description, [(OPTIONAL_TOOL["function"]["name"], {}, "Ab3De6Gh9")]),
+    }
+    output = assistant_output(c.description, c.compiled, [USER], turn, tools)
+    start, end = turn_span(c.shape, output, 1, OPTIONAL_TOOL["function"]["name"])
+    optional = to_grammar(c.shape, tools)
+    assert optional is not None
+    expectations.append(Expectation(optional.text, output[start:end], True, "no arguments where all are optional"))
+    return expectations
+
+
+CONTENT = "Let me check the weather first."
+
+
+def content_after_templates() -> list[str]:
+    """The templates that write a message's content after its calls."""
+    return [name for name in described() if golden(name).calls.content_before_calls == "after the calls"]  # type: ignore[union-attr]
+
+
+def calls_then_content(c: Case) -> list[Expectation]:
+    """A call, then the message's content, as the template writes them (gemma-4's ``...<tool_call|>Let me
+    check the weather first.``): taken from the trigger and from the output's start; content that opens
+    another call's marker after them is no content (refused)."""
+    turn = {"role": "assistant", "content": CONTENT, "tool_calls": tool_calls(c.description, [WEATHER])}
+    output = assistant_output(c.description, c.compiled, [USER], turn, TOOLS)
+    assert output.index(CONTENT) > output.index(WEATHER[0])
+    start, end = turn_span(c.shape, output, 1)
+    end = max(end, turn_end(c.shape, output, output.index(CONTENT)))
+    lazy, required = to_grammar(c.shape, TOOLS), to_grammar(c.shape, TOOLS, tool_choice="required")
+    assert lazy is not None and required is not None and c.shape.calls is not None
+    word = c.shape.calls.trigger.word
+    return [
+        Expectation(lazy.text, output[start:end], True, "content after a call from the trigger"),
+        Expectation(required.text, output[:end], True, "content after a call from the output's start"),
+        Expectation(lazy.text, output[start:end] + " " + word, False, "content holding a call's opener"),
+    ]
+
+
 # Each corpus check by the name XFAIL keys it with: the templates it runs on, and what it expects of them.
 CORPUS_CHECKS: dict[str, tuple[Callable[[], list[str]], Callable[[Case], list[Expectation]]]] = {
     "auto-1": (described, lambda c: from_the_trigger(c, 1)),
@@ -353,4 +416,6 @@ CORPUS_CHECKS: dict[str, tuple[Callable[[], list[str]], Callable[[Case], list[Ex
     "parallel-false": (parallel_templates, two_calls_with_parallel_off),
     "keywords": (described, rendered_keyword_calls),
     "reasoning": (with_reasoning, reasoning_then_a_call),
+    "no-arguments": (described, a_call_without_arguments),
+    "content-after": (content_after_templates, calls_then_content),
 }

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from analyzer.description import Calls, FormatDescription, Reasoning
+from analyzer.description import CONTENT_KEPT, Calls, FormatDescription, Reasoning
 from analyzer.errors import RenderError
 from analyzer.lower import lower
 from analyzer.render.conversation import put_reasoning
@@ -150,7 +150,7 @@ def not_written(
     assert isinstance(description.calls, Calls)
     if len(calls) > 1 and description.capabilities.parallel_calls.status != "yes":
         return f"parallel calls are not written ({description.capabilities.parallel_calls.status})"
-    if content and description.calls.content_before_calls != "kept":
+    if content and description.calls.content_before_calls not in CONTENT_KEPT:
         return f"content beside calls is not written ({description.calls.content_before_calls})"
     return None
 
