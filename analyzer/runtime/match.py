@@ -184,6 +184,36 @@ class CallMatcher:
         result.end = i
         return result
 
+    def arguments_start(self, text: str, start: int, memo: Memo) -> tuple[CallMatch, int] | _Need | None:
+        """While the call at ``start`` is still arriving: what its parts before its JSON arguments read
+        (the name, an id) and where those arguments open, once they have; NEED before then; None when
+        this call's arguments cannot be sent early (not a JSON object, or an id written after them)."""
+        result = CallMatch(start)
+        i = start
+        for k, (handler, part, following) in enumerate(self._steps):
+            if isinstance(part, JsonArgs):
+                if part.encoding == "string" or (part.encoding == "python" and self.strict):
+                    return None  # arguments decoded from a string are sent with the call
+                if _id_written_after(self.parts[k + 1 :]):
+                    return None
+                j = skip_ws(text, i)
+                if j == len(text):
+                    return NEED
+                return (result, j) if text[j] == "{" else None
+            if isinstance(part, JsonCallObject):
+                found = _call_object_arguments(text, skip_ws(text, i), part.layout, memo)
+                if isinstance(found, tuple):
+                    result.name = found[0]
+                    return result, found[1]
+                return found
+            if handler is None:
+                return None
+            step = handler(self, part, text, i, False, result, following, memo)
+            if not isinstance(step, int):
+                return NEED if step is NEED else None
+            i = step
+        return None
+
     def _following_text(self, k: int) -> tuple[str, ...]:
         for part in self.parts[k + 1 :]:
             if isinstance(part, Marker):
@@ -342,7 +372,11 @@ class CallMatcher:
                     return problem
             return end
         problem = self._call_object(call, part.layout, result, i)
-        return end if problem is None else problem
+        if problem is not None:
+            return problem
+        # (read alike however the object was decoded: a stream's memo decides which way)
+        result.arguments_text = _arguments_as_written(text, i, part.layout, result.arguments, memo)
+        return end
 
     def _call_object(self, call: Any, layout: JsonCall, result: CallMatch, i: int) -> Mismatch | None:
         """Read one decoded call object into ``result``; the Mismatch when it is none."""
@@ -448,6 +482,91 @@ class CallMatcher:
                     i = after
         result.arguments = arguments
         return i
+
+
+def _id_written_after(parts: tuple[Part, ...]) -> bool:
+    """Whether the call's id is written among ``parts`` (it must be known before the call is sent)."""
+    return any(isinstance(p, CallId) or (isinstance(p, Index) and p.id_prefix is not None) for p in parts)
+
+
+def _call_object_arguments(text: str, i: int, layout: JsonCall, memo: Memo) -> tuple[str, int] | _Need | None:
+    """In a call object still arriving at ``i``: its name, and where its arguments object opens, once
+    both were written (the name first); NEED before then; None when the object is laid out otherwise
+    (the name a key, nested paths, an id or count to read, arguments as a string)."""
+    if (
+        layout.name_is_key
+        or len(layout.name_path) != 1
+        or len(layout.arguments_path) != 1
+        or layout.arguments_encoding != "object"
+        or layout.id_path is not None
+        or layout.index_path is not None
+    ):
+        return None
+    if i >= len(text):
+        return NEED
+    if text[i] != "{":
+        return None
+    name: str | None = None
+    k = i + 1
+    while True:
+        k = skip_ws(text, k)
+        if k == len(text):
+            return NEED
+        key_end = value_end(text, k, memo) if text[k] == '"' else INVALID
+        if key_end == INCOMPLETE:
+            return NEED
+        key = _json_string(text[k:key_end]) if key_end >= 0 else None
+        if key is None:
+            return None
+        k = skip_ws(text, key_end)
+        if k == len(text):
+            return NEED
+        if text[k] != ":":
+            return None
+        value_at = skip_ws(text, k + 1)
+        if value_at == len(text):
+            return NEED
+        if key == layout.arguments_path[0]:
+            return (name, value_at) if name is not None and text[value_at] == "{" else None
+        end = value_end(text, value_at, memo)
+        if end == INCOMPLETE:
+            return NEED
+        if end < 0:
+            return None
+        if key == layout.name_path[0]:
+            name = _json_string(text[value_at:end])
+            if name is None:
+                return None
+        k = skip_ws(text, end)
+        if k == len(text):
+            return NEED
+        if text[k] != ",":
+            return None
+        k += 1
+
+
+def _arguments_as_written(text: str, i: int, layout: JsonCall, arguments: Any, memo: Memo) -> str:
+    """The arguments of a strict JSON call object at ``i`` as the model wrote them, where a stream
+    could send them early (see ``_call_object_arguments``), so that what it sent is their beginning;
+    "" elsewhere (they are re-encoded)."""
+    found = _call_object_arguments(text, i, layout, memo)
+    if not isinstance(found, tuple):
+        return ""
+    end = value_end(text, found[1], memo)
+    written = text[found[1] : end] if end > found[1] else ""
+    if not written or not strict_object(written):
+        return ""
+    # The object may hold the arguments key twice: the text kept must be the one that was read.
+    return written if json.loads(written) == arguments else ""
+
+
+def _json_string(written: str) -> str | None:
+    """The text of a strict JSON string, else None."""
+    try:
+        value = json.loads(written)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _named(result: CallMatch, name: str, end: int) -> Step:

@@ -16,8 +16,10 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from .arguments_stream import JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
 from .match import NEED, ByIdentity, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
@@ -51,6 +53,22 @@ _PIECE = 4096  # the most text fed to the state machine at once
 _SPACE_WAITS = frozenset((_START, _CONTENT, _SECTION, _AFTER_CALL))
 _SPACE_WAIT_LONGEST = 64
 _PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once more text comes
+# How far into a call its arguments may open and still be sent as they arrive: a call whose header
+# runs longer (a long field before the arguments) is sent when complete, so that looking for where
+# its arguments open costs a bounded amount per chunk.
+_HEADER_LONGEST = 4096
+
+
+class _StreamedCall:
+    """A call whose name is sent and whose arguments are being sent as they arrive."""
+
+    __slots__ = ("call_id", "closer_at", "index", "name", "reader", "scanned", "sent")
+
+    def __init__(self, index: int, call_id: str, name: str, reader: JsonArgumentsReader) -> None:
+        self.index, self.call_id, self.name, self.reader = index, call_id, name, reader
+        self.sent = reader.start  # the arguments are sent up to here in the buffer
+        self.closer_at = -1  # where the first text that may close the call stands, once seen
+        self.scanned = reader.start  # where that text is looked for next
 
 
 class Stream:
@@ -72,6 +90,8 @@ class Stream:
     _listless = False  # a JSON list section was opened without its bracket
     _inline = False  # reasoning is left inline, as content
     _inline_opener = ""  # the opener the prompt wrote, still to be written inline
+    _streaming: _StreamedCall | None = None  # the call whose arguments are being sent as they arrive
+    _no_stream = False  # the call being read is sent when complete
 
     def __init__(
         self,
@@ -177,19 +197,22 @@ class Stream:
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
         if state == _CALL:
+            streamed: list[Delta] = []
+            if not self._no_stream and self._plan.streams_arguments:
+                self._stream_arguments(streamed)  # what the arguments hold so far, sent before the call ends
             # What _could_be_complete would say, without running the state machine.
             if self._call_completer:
                 if self._call_completer not in chunk:
-                    return []  # a call can only end with that character
+                    return streamed  # a call can only end with that character
                 ender = self._call_ender
                 if ender and buf.find(ender, len(buf) - len(chunk) - len(ender) + 1) == -1:
-                    return []  # nor unless its closing text arrives whole (each is looked at once, as it ends)
+                    return streamed  # nor unless its closing text arrives whole (each is looked at once, as it ends)
             elif self._call_may_end is not None:
                 if self._call_may_end(chunk) is None:
-                    return []  # nor without a character some form of a call ends with
+                    return streamed  # nor without a character some form of a call ends with
             elif chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
-                return []
-            return self._run(final=False)
+                return streamed
+            return streamed + self._run(final=False) if streamed else self._run(final=False)
         # A marker still arriving: the state machine would wait for more. (Only a buffer shorter than
         # the longest marker is looked up: hashing a long one would cost its length.)
         if len(buf) < self._waits_longest and buf in self._plan.waits[state] and not self._fenced:
@@ -965,6 +988,8 @@ class Stream:
     def _call(self, deltas: list[Delta], final: bool) -> None:
         form = self._call_form
         assert form is not None
+        if not final and not self._no_stream and self._plan.streams_arguments:
+            self._stream_arguments(deltas)
         if not final and not self._could_be_complete():
             return
         outcome = self._read_call(form, self._call_start, final)
@@ -977,12 +1002,10 @@ class Stream:
             return
         if outcome is NEED:
             if final:
-                self._error(
-                    deltas,
-                    ParseError(
-                        "unterminated_call", "the output ends inside a tool call", self._buf[self._call_start :]
-                    ),
+                error = ParseError(
+                    "unterminated_call", "the output ends inside a tool call", self._buf[self._call_start :]
                 )
+                self._call_error(deltas, error)
                 self._consume(len(self._buf))
                 self._state = _CONTENT
             return
@@ -1148,19 +1171,20 @@ class Stream:
     # ------------------------------------------------------------------ calls and errors
 
     def _emit_call(self, deltas: list[Delta], match: CallMatch) -> None:
-        index = len(self.message.tool_calls)
+        streamed, self._streaming, self._no_stream = self._streaming, None, False
+        index = streamed.index if streamed is not None else len(self.message.tool_calls)
         name = readable(match.name)
-        call_id = (
-            readable(match.call_id)
-            if match.call_id
-            else generated_id(self.shape.id_form, index, name, self._buf[: match.end])
-        )
+        # An id made of what is known once the name is, so that a call sent as it arrives has it first.
+        call_id = readable(match.call_id) if match.call_id else generated_id(self.shape.id_form, index, name, "")
         arguments, numbers = finite(match.arguments if match.arguments is not None else {})
         text = match.arguments_text or json_text(arguments)
         # (content, reasoning_content, call_index, call_id, call_name, arguments): made with keywords,
         # a named tuple costs half as much again
-        self._emit(deltas, Delta("", "", index, call_id, name))
-        self._emit(deltas, Delta("", "", index, None, None, text))
+        if streamed is None:
+            self._emit(deltas, Delta("", "", index, call_id, name))
+            self._emit(deltas, Delta("", "", index, None, None, text))
+        else:
+            self._finish_streamed(deltas, streamed, name, call_id, text)
         for kind, at in match.tolerated:
             self._warn(deltas, kind, at)
         for path, number in numbers:
@@ -1189,6 +1213,84 @@ class Stream:
         for listed in match.more:  # the other calls of one JSON list
             self._emit_call(deltas, listed)
 
+    def _stream_arguments(self, deltas: list[Delta]) -> None:
+        """The call being read, sent as it arrives: its index, id and name once its arguments open,
+        then their text as far as it is certain (``arguments_stream.py``), never past the first text
+        that may close the call (where a malformed call's error is cut)."""
+        buf, call = self._buf, self._streaming
+        if call is None:
+            form = self._call_form
+            assert form is not None
+            found = form.matcher.arguments_start(buf, self._call_start, self._memo)
+            if found is NEED:
+                if len(buf) - self._call_start > _HEADER_LONGEST:
+                    self._no_stream = True
+                return
+            if not isinstance(found, tuple) or found[1] - self._call_start > _HEADER_LONGEST:
+                self._no_stream = True
+                return
+            match, at = found
+            if match.name not in self.tools.schemas:
+                # An undeclared name may read otherwise once the call is whole (a tolerance may take
+                # more text as the name): such a call is sent when complete.
+                self._no_stream = True
+                return
+            index = len(self.message.tool_calls)
+            name = readable(match.name)
+            call_id = readable(match.call_id) if match.call_id else generated_id(self.shape.id_form, index, name, "")
+            call = self._streaming = _StreamedCall(index, call_id, name, JsonArgumentsReader(at))
+            self._emit(deltas, Delta("", "", index, call_id, name))
+        certain = call.reader.feed(buf, self._stream_limit(buf, call))
+        if certain > call.sent:
+            self._emit(deltas, Delta("", "", call.index, None, None, buf[call.sent : certain]))
+            call.sent = certain
+
+    def _stream_limit(self, buf: str, call: _StreamedCall) -> int:
+        """How far the arguments of a call still arriving may be read: up to the first text that may
+        close the call, and short of an end of the buffer that may be the start of one."""
+        if call.closer_at >= 0:
+            return call.closer_at
+        words = self._plan.call_cut_words
+        if not words:
+            return len(buf)
+        start = call.scanned
+        found = [at for word in words if (at := buf.find(word, start)) != -1]
+        if found:
+            call.closer_at = min(found)
+            return call.closer_at
+        call.scanned = max(start, len(buf) - self._plan.call_cut_longest + 1)
+        return len(buf) - _partial_suffix(buf, words)
+
+    def _call_error(self, deltas: list[Delta], error: ParseError) -> None:
+        """A call that turns out unterminated or malformed: an error keeping its text, as when none of
+        it was sent. Where its beginning was sent (its name, and the certain part of its arguments), a
+        client has it and cannot take it back, so the message keeps it too, as sent, and the error names
+        its index. (A batch parse sends here what a stream would have, so that both read the same.)"""
+        if not self._no_stream and self._plan.streams_arguments:
+            self._stream_arguments(deltas)
+        streamed, self._streaming, self._no_stream = self._streaming, None, False
+        self._error(deltas, error if streamed is None else replace(error, call_index=streamed.index))
+
+    def _finish_streamed(
+        self, deltas: list[Delta], streamed: _StreamedCall, name: str, call_id: str, text: str
+    ) -> None:
+        """The rest of a call whose beginning was sent. What was sent is certain (``arguments_stream``):
+        should the call read otherwise all the same, an error says so, since a client cannot take text back."""
+        index = streamed.index
+        sent = self._buf[streamed.reader.start : streamed.sent]
+        if name == streamed.name and call_id == streamed.call_id and text.startswith(sent):
+            if len(text) > len(sent):
+                self._emit(deltas, Delta("", "", index, None, None, text[len(sent) :]))
+            return
+        self._error(
+            deltas,
+            ParseError(
+                "streamed_call_differs",
+                f"call {index}: the call reads as {name}({text}) after {streamed.name}({sent}... was sent",
+                call_index=index,
+            ),
+        )
+
     def _malformed(self, deltas: list[Delta], reason: str, final: bool, kind: str = "malformed_call") -> None:
         """Text that starts like a call but is not one: reported with its text, up to where calls end.
         Content goes on after it, with the whitespace the model wrote."""
@@ -1210,7 +1312,7 @@ class Stream:
             if not final:
                 return
             cut = len(self._buf)
-        self._error(deltas, ParseError(kind, reason, self._buf[:cut]))
+        self._call_error(deltas, ParseError(kind, reason, self._buf[:cut]))
         self._consume(cut)
         self._state = _CONTENT
 
@@ -1274,6 +1376,17 @@ class _Plan:
         )
         # The text that ends a call.
         self.call_ender = calls.ends_with if calls else ""
+        # Where a call's text is cut when it is malformed (``Stream._malformed``): its arguments are
+        # sent as they arrive no further.
+        self.call_cut_words = (
+            [w for w in ((calls.section_close[0].text if calls.section_close else ""), self.call_ender) if w]
+            if calls
+            else []
+        )
+        self.call_cut_longest = max(map(len, self.call_cut_words), default=0)
+        self.streams_arguments = bool(calls) and any(
+            isinstance(part, (JsonArgs, JsonCallObject)) for part in (calls.call if calls else ())
+        )
         self.call_ender_after = _marker_before_last(calls) if calls and self.call_ender else ""
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
         # Without closing text of its own, a call whose every form ends with a JSON object or a marker

@@ -37,6 +37,7 @@ RUNTIME_MODULES = (
     "message",
     "tolerance",
     "values",
+    "arguments_stream",
     "schema",
     "calls",
     "match",
