@@ -952,14 +952,22 @@ WRITE_CALL = (
 )
 
 
+# Qwen3-Coder writes arguments one by one: they stream as the JSON built as values arrive.
+CODER_CALL = (
+    "<tool_call>\n<function=write_file>\n<parameter=path>\na.txt\n</parameter>\n"
+    f"<parameter=content>\n{FILE_TEXT}\n</parameter>\n</function>\n</tool_call>"
+)
+
+
+@pytest.mark.parametrize(("name", "text"), [("Qwen-Qwen3-0.6B", WRITE_CALL), ("Qwen3-Coder", CODER_CALL)])
 def test_a_long_string_argument_arrives_in_several_argument_chunks(
-    corpus_dir: Path, stand_in: ThreadingHTTPServer
+    corpus_dir: Path, stand_in: ThreadingHTTPServer, name: str, text: str
 ) -> None:
     """A coding agent writing a file sees its text as it comes: the first chunk of the call carries its
     id, type and name; then argument fragments, concatenated equal to the unstreamed arguments."""
-    stand_in.script = (200, WRITE_CALL, "eos")  # type: ignore[attr-defined]
+    stand_in.script = (200, text, "eos")  # type: ignore[attr-defined]
     asked: Any = [{"role": "user", "content": "Write a.txt"}]
-    with _serving(corpus_dir, "Qwen-Qwen3-0.6B", stand_in) as (base, _, _):
+    with _serving(corpus_dir, name, stand_in) as (base, _, _):
         client = _client(base)
         whole = client.chat.completions.create(model="m", messages=asked, tools=[WRITE_FILE])
         (call,) = whole.choices[0].message.tool_calls or []

@@ -53,6 +53,11 @@ class JsonArgumentsReader:
         self._stack: list[str] = []  # the open containers' closing brackets
         self._keys: list[set[str]] = []  # for each open object, its keys so far
 
+    def more(self, text: str, limit: int, memo: object = None) -> str:
+        """The text that became certain since the last call (what a stream sends next)."""
+        before = self.certain
+        return text[before : self.feed(text, limit)]
+
     def feed(self, text: str, limit: int) -> int:
         while not self.done and self.pos < limit:
             if not self._step(text, limit):

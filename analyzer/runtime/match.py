@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from .arguments_stream import JsonArgumentsReader
 from .call_forms import JsonCall
 from .shape import (
     ArgKey,
@@ -48,6 +49,8 @@ from .values import (
     decode,
     decode_notation,
     decode_syntax,
+    finite,
+    json_text,
     python_literal,
     read_arguments,
     strict_object,
@@ -184,10 +187,13 @@ class CallMatcher:
         result.end = i
         return result
 
-    def arguments_start(self, text: str, start: int, memo: Memo) -> tuple[CallMatch, int] | _Need | None:
-        """While the call at ``start`` is still arriving: what its parts before its JSON arguments read
-        (the name, an id) and where those arguments open, once they have; NEED before then; None when
-        this call's arguments cannot be sent early (not a JSON object, or an id written after them)."""
+    def arguments_start(
+        self, text: str, start: int, memo: Memo
+    ) -> tuple[CallMatch, JsonArgumentsReader | KeyValuesReader, int] | _Need | None:
+        """While the call at ``start`` is still arriving: what its parts before its arguments read (the
+        name, an id), a reader of the arguments as they arrive, and where they start, once they have;
+        NEED before then; None when this call's arguments cannot be sent early (a JSON string, not an
+        object, or an id written after them)."""
         result = CallMatch(start)
         i = start
         for k, (handler, part, following) in enumerate(self._steps):
@@ -199,13 +205,17 @@ class CallMatcher:
                 j = skip_ws(text, i)
                 if j == len(text):
                     return NEED
-                return (result, j) if text[j] == "{" else None
+                return (result, JsonArgumentsReader(j), j) if text[j] == "{" else None
             if isinstance(part, JsonCallObject):
                 found = _call_object_arguments(text, skip_ws(text, i), part.layout, memo)
                 if isinstance(found, tuple):
                     result.name = found[0]
-                    return result, found[1]
+                    return result, JsonArgumentsReader(found[1]), found[1]
                 return found
+            if isinstance(part, KeyValueArgs):
+                if _id_written_after(self.parts[k + 1 :]):
+                    return None
+                return result, KeyValuesReader(self, part, following, result.name, i), i
             if handler is None:
                 return None
             step = handler(self, part, text, i, False, result, following, memo)
@@ -567,6 +577,198 @@ def _json_string(written: str) -> str | None:
     except ValueError:
         return None
     return value if isinstance(value, str) else None
+
+
+class KeyValuesReader:
+    """Arguments written one by one, as they arrive, encoded as the JSON object a call's arguments
+    become (``json_text``): each argument once the matcher reads it whole (as ``key_values`` does,
+    form by form), and a string argument written as is before a closing marker as its text comes,
+    less what may yet be that marker, and less trailing whitespace (the template's own is trimmed).
+    ``more`` returns the text that became certain; nothing more is sent past a point of doubt (a
+    key written twice: the object keeps one value), and the closing brace comes with the call."""
+
+    def __init__(self, matcher: CallMatcher, part: KeyValueArgs, following: Texts, name: str, start: int) -> None:
+        self.matcher, self.part, self.following = matcher, part, following
+        schema = matcher.tools.get(name, {})
+        properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        self.properties: dict[str, Any] = properties if isinstance(properties, dict) else {}
+        self.groups = matcher._form_groups[id(part)]
+        self.tails = tuple(tail for tail in following if tail)
+        self.at = start  # where the next argument (or the separator before it) starts
+        self.count = 0  # arguments sent whole
+        self.keys: set[str] = set()
+        self.partial = ""  # what was sent of the argument still arriving
+        self.scan = -1  # in a string argument arriving: where its closing marker is looked for next
+        self.done = False
+
+    def writes_any(self, words: list[str]) -> bool:
+        """Whether the argument forms write one of ``words`` (a call's closing text, where a malformed
+        call is cut): a stream would stop at once, and where it stops would turn on the chunking."""
+        texts = [m.text for g in self.groups for m in g.parts if isinstance(m, Marker)]
+        texts += [m.text for m in self.part.separator]
+        return any(word and word in text for word in words for text in texts)
+
+    def more(self, text: str, limit: int, memo: Memo) -> str:
+        out = []
+        while not self.done:
+            piece = self._next(text, limit, memo)
+            if piece is None:
+                break
+            out.append(piece)
+        return "".join(out)
+
+    def _next(self, text: str, limit: int, memo: Memo) -> str | None:
+        """The next argument's certain text ("" when it adds nothing), or None when nothing moved."""
+        i = self.at
+        separator = self.part.separator
+        if self.count and separator:
+            step = match_literal(text, i, tuple(separator), False)
+            if step is NEED:
+                return None
+            if isinstance(step, int):
+                i = step
+        j = skip_ws(text, i)
+        if j >= limit:
+            return None
+        if self.tails and text.startswith(self.tails, j):
+            self.done = True  # the arguments end: the brace comes with the call
+            return None
+        if self.scan >= 0 and not self._may_close(text, limit):
+            return self._string_so_far(text, j, limit)  # a long string arriving: matched once it may end
+        for group in self.groups:
+            outcome = self._match(group, text, j, memo)
+            if outcome is NEED:
+                return self._string_so_far(text, j, limit)
+            if isinstance(outcome, tuple):
+                return self._whole(outcome, limit)
+        # Not an argument (the call's next part decides), one that turns out malformed, or text that no
+        # form reads yet but may with more: what it reads as so far; looked at again with more text.
+        return self._string_so_far(text, j, limit)
+
+    def _match(self, group: FormGroup, text: str, j: int, memo: Memo) -> tuple[int, str, Any] | _Need | Mismatch:
+        part, m = self.part, self.matcher
+        return _match_form(
+            group,
+            text,
+            j,
+            False,
+            self.properties,
+            part.string_escaping,
+            self.following,
+            part.string_wrapper,
+            part.string_quotes,
+            memo,
+            part.separator,
+            m.closers,
+            (m.call_separator, m.next_call),
+            None if m.strict else [],
+        )
+
+    def _whole(self, outcome: tuple[int, str, Any], limit: int) -> str | None:
+        end, key, value = outcome
+        clean, _ = finite(value)
+        encoded = json_text(clean)
+        if end > limit:
+            return None  # read past what may be the call's closer: looked at again with more text
+        if key in self.keys or (not encoded.isascii() and not _utf8(encoded)):
+            self.done = True
+            return None
+        self.keys.add(key)
+        whole = ("{" if not self.count else ", ") + json_text(key) + ": " + encoded
+        if not whole.startswith(self.partial):
+            self.done = True  # (never, by construction: what was sent is held to what is certain)
+            return None
+        sent, self.partial, self.scan = self.partial, "", -1
+        self.count += 1
+        self.at = end
+        return whole[len(sent) :]
+
+    def _may_close(self, text: str, limit: int) -> bool:
+        """Whether the string arriving may have ended since last looked at: a closing marker arrived."""
+        stops = self._stops
+        found = any(text.find(stop, max(0, self.scan), limit) != -1 for stop in stops)
+        self.scan = max(self.scan, limit - max(map(len, stops)) + 1)
+        return found
+
+    _stops: tuple[str, ...] = ()
+
+    def _string_so_far(self, text: str, j: int, limit: int) -> str | None:
+        """The certain text of a string argument still arriving at ``j``; None when there is none (not
+        a string the form writes as is before a marker, or not yet past its key)."""
+        found = self._string_start(text, j)
+        if found is None:
+            return None
+        key, group, i = found
+        lead = group.value_lead
+        tag = group.tag_of(key)
+        stops = tuple(w for w in (group.value_stop, tag.opening if tag else "", *self.tails) if w)
+        # Never past the first of those markers (the value may run on past it, nested, or turn out
+        # malformed there): a cut that, once there, stays where it is, so every chunking sends the same.
+        limit = min([at for stop in stops if (at := text.find(stop, i, limit)) != -1] or [limit])
+        self._stops, self.scan = stops, max(self.scan, i)
+        if limit - i < len(lead) and lead.startswith(text[i:limit]):
+            return None
+        start = i + len(lead) if text.startswith(lead, i) else i
+        end = limit - _partial_suffix_of(text, start, limit, stops)
+        while end > start and text[end - 1].isspace():
+            end -= 1  # trailing whitespace: the template's own is trimmed, other whitespace sent later
+        target = ("{" if not self.count else ", ") + json_text(key) + ': "' + json_text(text[start:end])[1:-1]
+        if len(target) <= len(self.partial) or not target.startswith(self.partial):
+            return None
+        new, self.partial = target[len(self.partial) :], target
+        return new
+
+    def _string_start(self, text: str, j: int) -> tuple[str, FormGroup, int] | None:
+        """(key, form, where its value starts) for a declared string argument whose form writes it as
+        is up to a marker, once its key and the markers before the value are read; else None. Only
+        where no other form reads the same beginning: which one the argument is may turn on its end."""
+        found = [opened for group in self.groups if (opened := self._opened(group, text, j)) is not None]
+        if len(found) != 1:
+            return None
+        key, group, i = found[0]
+        declared = self.properties.get(key)
+        if key in self.keys or not isinstance(declared, dict) or declared.get("type") != "string":
+            return None
+        if not group.value_stop or "raw" not in group.syntaxes or self.part.string_wrapper[0]:
+            return None
+        return key, group, i
+
+    def _opened(self, group: FormGroup, text: str, j: int) -> tuple[str, FormGroup, int] | None:
+        """The key and where the value starts, where ``group``'s parts before its value read at ``j``."""
+        i, key = j, None
+        for k, part in enumerate(group.parts[: group.value_at]):
+            if isinstance(part, Marker):
+                step = match_word(text, i, part.text, False) if part.text else i
+            elif isinstance(part, ArgKey):
+                after = group.after[k]
+                step = _read_key(text, i, False, self.properties, after[0] if after else None, part.escapes)
+                if isinstance(step, int):
+                    key = unescape_name(text[i:step], part.escapes)
+            else:
+                return None
+            if not isinstance(step, int):
+                return None
+            i = step
+        return (key, group, i) if key is not None and group.value_at >= 0 else None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _partial_suffix_of(text: str, start: int, end: int, words: tuple[str, ...]) -> int:
+    """Length of the longest end of ``text[start:end]`` that begins one of ``words``."""
+    best = 0
+    for word in words:
+        for n in range(min(len(word) - 1, end - start), best, -1):
+            if text.startswith(word[:n], end - n):
+                best = n
+                break
+    return best
 
 
 def _named(result: CallMatch, name: str, end: int) -> Step:

@@ -21,9 +21,20 @@ from typing import Any
 
 from .arguments_stream import JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
-from .match import NEED, ByIdentity, CallMatch, CallMatcher, Mismatch, Step, _Need, match_literal, skip_ws
+from .match import (
+    NEED,
+    ByIdentity,
+    CallMatch,
+    CallMatcher,
+    KeyValuesReader,
+    Mismatch,
+    Step,
+    _Need,
+    match_literal,
+    skip_ws,
+)
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
-from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
+from .shape import CallsShape, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, Name, OutputShape, Part
 from .tolerance import (
     CALL_LIST,
     CALL_SEPARATOR,
@@ -64,11 +75,13 @@ class _StreamedCall:
 
     __slots__ = ("call_id", "closer_at", "index", "name", "reader", "scanned", "sent")
 
-    def __init__(self, index: int, call_id: str, name: str, reader: JsonArgumentsReader) -> None:
+    def __init__(
+        self, index: int, call_id: str, name: str, reader: JsonArgumentsReader | KeyValuesReader, at: int
+    ) -> None:
         self.index, self.call_id, self.name, self.reader = index, call_id, name, reader
-        self.sent = reader.start  # the arguments are sent up to here in the buffer
+        self.sent: list[str] = []  # the argument text sent
         self.closer_at = -1  # where the first text that may close the call stands, once seen
-        self.scanned = reader.start  # where that text is looked for next
+        self.scanned = at  # where that text is looked for next (from where the arguments start)
 
 
 class Stream:
@@ -1226,10 +1239,13 @@ class Stream:
                 if len(buf) - self._call_start > _HEADER_LONGEST:
                     self._no_stream = True
                 return
-            if not isinstance(found, tuple) or found[1] - self._call_start > _HEADER_LONGEST:
+            if not isinstance(found, tuple) or found[2] - self._call_start > _HEADER_LONGEST:
                 self._no_stream = True
                 return
-            match, at = found
+            match, reader, at = found
+            if isinstance(reader, KeyValuesReader) and reader.writes_any(self._plan.call_cut_words):
+                self._no_stream = True
+                return
             if match.name not in self.tools.schemas:
                 # An undeclared name may read otherwise once the call is whole (a tolerance may take
                 # more text as the name): such a call is sent when complete.
@@ -1238,12 +1254,12 @@ class Stream:
             index = len(self.message.tool_calls)
             name = readable(match.name)
             call_id = readable(match.call_id) if match.call_id else generated_id(self.shape.id_form, index, name, "")
-            call = self._streaming = _StreamedCall(index, call_id, name, JsonArgumentsReader(at))
+            call = self._streaming = _StreamedCall(index, call_id, name, reader, at)
             self._emit(deltas, Delta("", "", index, call_id, name))
-        certain = call.reader.feed(buf, self._stream_limit(buf, call))
-        if certain > call.sent:
-            self._emit(deltas, Delta("", "", call.index, None, None, buf[call.sent : certain]))
-            call.sent = certain
+        more = call.reader.more(buf, self._stream_limit(buf, call), self._memo)
+        if more:
+            self._emit(deltas, Delta("", "", call.index, None, None, more))
+            call.sent.append(more)
 
     def _stream_limit(self, buf: str, call: _StreamedCall) -> int:
         """How far the arguments of a call still arriving may be read: up to the first text that may
@@ -1277,7 +1293,7 @@ class Stream:
         """The rest of a call whose beginning was sent. What was sent is certain (``arguments_stream``):
         should the call read otherwise all the same, an error says so, since a client cannot take text back."""
         index = streamed.index
-        sent = self._buf[streamed.reader.start : streamed.sent]
+        sent = "".join(streamed.sent)
         if name == streamed.name and call_id == streamed.call_id and text.startswith(sent):
             if len(text) > len(sent):
                 self._emit(deltas, Delta("", "", index, None, None, text[len(sent) :]))
@@ -1385,7 +1401,7 @@ class _Plan:
         )
         self.call_cut_longest = max(map(len, self.call_cut_words), default=0)
         self.streams_arguments = bool(calls) and any(
-            isinstance(part, (JsonArgs, JsonCallObject)) for part in (calls.call if calls else ())
+            isinstance(part, (JsonArgs, JsonCallObject, KeyValueArgs)) for part in (calls.call if calls else ())
         )
         self.call_ender_after = _marker_before_last(calls) if calls and self.call_ender else ""
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""

@@ -53,7 +53,13 @@ def _arguments_sent(steps: list[list[Delta]], index: int) -> list[str]:
     return [d.arguments for step in steps for d in step if d.call_index == index and d.arguments]
 
 
-@pytest.mark.parametrize("name", JSON_ARGUMENTS)
+# Formats that write arguments one by one: tags named by the key (Qwen3-Coder), key and value tags (GLM),
+# named parameters (MiniMax-M2), DeepSeek V3.2's DSML. (Gemma 4 writes strings in its own quotes, in
+# another form than other values: which form an argument is turns on its end, so each is sent whole.)
+KEY_VALUE = ["Qwen3-Coder", "GLM-4.6", "MiniMax-M2", "deepseek-ai-DeepSeek-V3.2"]
+
+
+@pytest.mark.parametrize("name", JSON_ARGUMENTS + KEY_VALUE)
 def test_a_long_string_argument_streams_as_it_arrives(corpus_dir: Path, name: str) -> None:
     text = _output(corpus_dir, name, [WRITE])
     parser = Parser(golden(name), TOOLS)
@@ -74,7 +80,7 @@ def test_a_long_string_argument_streams_as_it_arrives(corpus_dir: Path, name: st
         assert final.startswith(sent), (name, text[: k + 1][-40:], sent[-40:])  # never retracted
 
 
-@pytest.mark.parametrize("name", JSON_ARGUMENTS)
+@pytest.mark.parametrize("name", [*JSON_ARGUMENTS, *KEY_VALUE, "google-gemma-4-31B-it"])
 def test_the_stream_and_the_batch_parse_read_the_same(corpus_dir: Path, name: str) -> None:
     calls = [WRITE, ("search", {"query": "weather in Lyon"})]
     if not_written(_description(name), None, calls):
@@ -192,3 +198,19 @@ def test_a_repeated_key_in_tolerated_arguments() -> None:
         stream.feed(ch)
     stream.finish()
     assert stream.message == parser.parse(text)
+
+
+def test_key_value_arguments_are_sent_as_json_built_as_values_arrive(corpus_dir: Path) -> None:
+    """Qwen3-Coder: each argument's JSON once whole (the integer when its closing tag comes), a string's
+    text as it comes; a value's trailing newline, the template's own, never sent."""
+    text = _output(corpus_dir, "Qwen3-Coder", [("get_weather", {"location": "Paris, France", "days": 3})])
+    parser = Parser(golden("Qwen3-Coder"), TOOLS)
+    steps, last = _fed_one_by_one(parser, text)
+    sent, seen = "", []
+    for step in steps:
+        sent += "".join(d.arguments for d in step if d.call_index == 0)
+        if not seen or seen[-1] != sent:
+            seen.append(sent)
+    assert '{"location": "Paris, Fr' in seen and '{"location": "Paris, France", "days": 3' in seen
+    assert not any(s.endswith("\\n") for s in seen)
+    assert sent + "".join(d.arguments for d in last) == '{"location": "Paris, France", "days": 3}'
