@@ -34,6 +34,10 @@ _ARG_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9
 # The escapes json.dumps writes: the short ones, and \u00XX for the other control characters.
 _ARG_SHORT_ESCAPES = frozenset('"\\nrtbf')
 _ARG_SHORT_FORMS = frozenset("\b\f\n\r\t")
+# What a reader's ``wake`` answers when no more text can change what it sends.
+ASLEEP = re.compile("(?!)")
+_KEY_ENDS = re.compile(r'["\\\x00-\x1f]')
+_TOKEN_ENDS = re.compile(r"[^-+0-9.eEA-Za-z]")
 _ARG_DEEPEST = 64  # deeper nesting is sent with the call: decoding refuses very deep values
 
 
@@ -42,23 +46,60 @@ class JsonArgumentsReader:
     ``feed(text, limit)`` reads up to ``limit`` (where the text that may close the call starts) and
     returns how far the text is certain; it never goes back."""
 
-    __slots__ = ("_expect", "_keys", "_stack", "certain", "done", "pos", "start")
+    __slots__ = ("_expect", "_keys", "_limit", "_stack", "certain", "done", "pos", "start")
 
     def __init__(self, start: int) -> None:
         self.start = start
         self.pos = start  # how far the text is read
         self.certain = start  # how far it is certain
         self.done = False  # complete, or a point of doubt reached: nothing more is certain before the call ends
+        self._limit = -1  # the limit last read to
         self._expect = _ARG_VALUE
         self._stack: list[str] = []  # the open containers' closing brackets
         self._keys: list[set[str]] = []  # for each open object, its keys so far
 
-    def more(self, text: str, limit: int, memo: object = None) -> str:
+    def more(self, text: str, limit: int, memo: object = None, force: bool = False) -> str:
         """The text that became certain since the last call (what a stream sends next)."""
         before = self.certain
         return text[before : self.feed(text, limit)]
 
+    def plain(self, text: str, chunk: str) -> str | None:
+        """``chunk``, just added to the end of ``text``, where it is certain as it stands: the middle of
+        a string value read up to the chunk, and no character in it that a string may not hold as
+        is (the caller has made sure it starts no text that may close the call); else None, and
+        ``more`` reads it. (What ``more`` would send, at the cost of one pattern match per token.)"""
+        at = len(text) - len(chunk)
+        if self._expect != _ARG_STRING_BODY or self.done or self.pos != at:
+            return None
+        m = _ARG_PLAIN.match(text, at)
+        if m is None or m.end() != len(text):
+            return None
+        self.pos = self.certain = len(text)
+        return chunk
+
+    def stalled(self, limit: int) -> bool:
+        """Whether ``more`` would find nothing new with this ``limit``: it reads no further than its
+        limit, and the text before it only grows at the end."""
+        return limit == self._limit
+
+    def wake(self, text: str) -> re.Pattern[str] | None:
+        """The characters one of which must arrive before ``more`` may find anything new (ASLEEP: none
+        will, the object is read to its end or doubt reached); None: any may. A key or a literal
+        still arriving is read once what ends it came (a key's quote, or an escape or a control
+        character that may be doubt; a character no number or literal goes on with)."""
+        if self.done:
+            return ASLEEP
+        pos = self.pos
+        if self._limit != len(text) or pos >= len(text):
+            return None  # (text held back by the stream, or nothing after the last token: any may matter)
+        if self._expect == _ARG_KEY_OR_CLOSE and text[pos] == '"':
+            return _KEY_ENDS
+        if self._expect in (_ARG_VALUE, _ARG_VALUE_OR_CLOSE) and _ARG_TOKEN.match(text, pos) is not None:
+            return _TOKEN_ENDS
+        return None
+
     def feed(self, text: str, limit: int) -> int:
+        self._limit = limit
         while not self.done and self.pos < limit:
             if not self._step(text, limit):
                 break  # a token still arriving

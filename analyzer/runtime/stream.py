@@ -12,6 +12,7 @@ Nothing is lost: each character of output ends up in content, reasoning, a call,
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .arguments_stream import JsonArgumentsReader
+from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
 from .match import (
     NEED,
@@ -33,7 +34,7 @@ from .match import (
     match_literal,
     skip_ws,
 )
-from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
+from .message import Delta, Message, ParseError, ParseWarning, Prefill, ToolCall, apply, prefill_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, Name, OutputShape, Part
 from .tolerance import (
     CALL_LIST,
@@ -73,7 +74,7 @@ _HEADER_LONGEST = 4096
 class _StreamedCall:
     """A call whose name is sent and whose arguments are being sent as they arrive."""
 
-    __slots__ = ("call_id", "closer_at", "index", "name", "reader", "scanned", "sent")
+    __slots__ = ("call_id", "closer_at", "index", "name", "reader", "scanned", "sent", "target")
 
     def __init__(
         self, index: int, call_id: str, name: str, reader: JsonArgumentsReader | KeyValuesReader, at: int
@@ -82,6 +83,7 @@ class _StreamedCall:
         self.sent: list[str] = []  # the argument text sent
         self.closer_at = -1  # where the first text that may close the call stands, once seen
         self.scanned = at  # where that text is looked for next (from where the arguments start)
+        self.target: ToolCall | None = None  # the call in the message, once its name is sent
 
 
 class Stream:
@@ -105,6 +107,13 @@ class Stream:
     _inline_opener = ""  # the opener the prompt wrote, still to be written inline
     _streaming: _StreamedCall | None = None  # the call whose arguments are being sent as they arrive
     _no_stream = False  # the call being read is sent when complete
+    _header_from = 0  # where a character that may open the call's arguments is looked for next
+    # The characters one of which must arrive before the call's arguments may send more: None, any;
+    # ASLEEP, none (not streamed, or read to their end).
+    _wake: re.Pattern[str] | None = None
+    # Where the text the arguments' reader may not read yet starts, while it may begin a closing text
+    # (-1: none held): until it no longer does, the reader has nothing new.
+    _held_at = -1
 
     def __init__(
         self,
@@ -149,6 +158,8 @@ class Stream:
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
         self._plan = plan = plan or _Plan(shape, self.tools, strict=strict)
         self._matcher = plan.matcher
+        if not plan.streams_arguments:
+            self._wake = ASLEEP
         self._call_form = plan.whole  # how the call being read is written (its opener left out: headless)
         self._call_ender, self._call_completer, self._call_opener = (
             plan.call_ender,
@@ -211,8 +222,24 @@ class Stream:
         self._buf = buf
         if state == _CALL:
             streamed: list[Delta] = []
-            if not self._no_stream and self._plan.streams_arguments:
-                self._stream_arguments(streamed)  # what the arguments hold so far, sent before the call ends
+            wake = self._wake
+            if (
+                wake is not ASLEEP
+                and (wake is None or wake.search(chunk) is not None)
+                and (self._held_at < 0 or self._plan.call_cut_prefixes.fullmatch(buf, self._held_at) is None)
+            ):
+                call = self._streaming
+                plain = (
+                    call.reader.plain(buf, chunk)
+                    if call is not None and call.closer_at < 0 and self._plan.call_cut_starts.search(chunk) is None
+                    else None
+                )
+                if plain is not None:
+                    if plain:
+                        assert call is not None
+                        self._send_arguments(streamed, call, plain)
+                else:
+                    self._stream_arguments(streamed)  # what the arguments hold so far, sent before the call ends
             # What _could_be_complete would say, without running the state machine.
             if self._call_completer:
                 if self._call_completer not in chunk:
@@ -324,6 +351,10 @@ class Stream:
     def _consume(self, n: int) -> None:
         self._buf = self._buf[n:]
         self._scan_from = 0
+        self._header_from = 0
+        self._held_at = -1
+        if self._wake is not ASLEEP:
+            self._wake = None  # (positions moved: looked at afresh)
         if self._memo:
             self._memo.clear()
         # Positions in reasoning searched already move with the text (conditionals: no max() calls
@@ -1184,7 +1215,7 @@ class Stream:
     # ------------------------------------------------------------------ calls and errors
 
     def _emit_call(self, deltas: list[Delta], match: CallMatch) -> None:
-        streamed, self._streaming, self._no_stream = self._streaming, None, False
+        streamed = self._call_over()
         index = streamed.index if streamed is not None else len(self.message.tool_calls)
         name = readable(match.name)
         # An id made of what is known once the name is, so that a call sent as it arrives has it first.
@@ -1226,40 +1257,80 @@ class Stream:
         for listed in match.more:  # the other calls of one JSON list
             self._emit_call(deltas, listed)
 
-    def _stream_arguments(self, deltas: list[Delta]) -> None:
+    def _stream_arguments(self, deltas: list[Delta], force: bool = False) -> None:
         """The call being read, sent as it arrives: its index, id and name once its arguments open,
         then their text as far as it is certain (``arguments_stream.py``), never past the first text
         that may close the call (where a malformed call's error is cut)."""
         buf, call = self._buf, self._streaming
+        self._held_at = -1
         if call is None:
             form = self._call_form
             assert form is not None
+            gate = form.matcher.arguments_gate()
+            if gate is not None and not force:
+                # Where the arguments open can only be found once a character that may open them came.
+                looked = max(self._call_start, self._header_from)
+                self._header_from = len(buf)
+                if gate.search(buf, looked) is None:
+                    self._wake = gate
+                    return
             found = form.matcher.arguments_start(buf, self._call_start, self._memo)
             if found is NEED:
                 if len(buf) - self._call_start > _HEADER_LONGEST:
-                    self._no_stream = True
+                    self._sent_when_complete()
                 return
             if not isinstance(found, tuple) or found[2] - self._call_start > _HEADER_LONGEST:
-                self._no_stream = True
+                self._sent_when_complete()
                 return
             match, reader, at = found
             if isinstance(reader, KeyValuesReader) and reader.writes_any(self._plan.call_cut_words):
-                self._no_stream = True
+                self._sent_when_complete()
                 return
             if match.name not in self.tools.schemas:
                 # An undeclared name may read otherwise once the call is whole (a tolerance may take
                 # more text as the name): such a call is sent when complete.
-                self._no_stream = True
+                self._sent_when_complete()
                 return
             index = len(self.message.tool_calls)
             name = readable(match.name)
             call_id = readable(match.call_id) if match.call_id else generated_id(self.shape.id_form, index, name, "")
             call = self._streaming = _StreamedCall(index, call_id, name, reader, at)
             self._emit(deltas, Delta("", "", index, call_id, name))
-        more = call.reader.more(buf, self._stream_limit(buf, call), self._memo)
+            call.target = self.message.tool_calls[index]
+        limit = self._stream_limit(buf, call)
+        if not force and call.reader.stalled(limit):
+            # It reads as far as before: the text held back may yet close the call. While that text
+            # still begins a closing text, nothing changes.
+            if limit < len(buf) and call.closer_at < 0 and self._plan.call_cut_prefixes is not _NOTHING:
+                self._held_at = limit
+            return
+        more = call.reader.more(buf, limit, self._memo, force)
         if more:
-            self._emit(deltas, Delta("", "", call.index, None, None, more))
-            call.sent.append(more)
+            self._send_arguments(deltas, call, more)
+        # Until one of these characters comes, feeding more text leaves the reader as it is.
+        self._wake = call.reader.wake(buf)
+
+    def _send_arguments(self, deltas: list[Delta], call: _StreamedCall, text: str) -> None:
+        """An argument fragment: ``_emit`` less the look at which fields the delta holds."""
+        # (content, reasoning_content, call_index, call_id, call_name, arguments): made with keywords,
+        # a named tuple costs half as much again
+        deltas.append(Delta("", "", call.index, None, None, text))
+        target = call.target
+        assert target is not None
+        target.arguments += text
+        call.sent.append(text)
+
+    def _sent_when_complete(self) -> None:
+        self._no_stream = True
+        self._wake = ASLEEP
+
+    def _call_over(self) -> _StreamedCall | None:
+        """The call being read is over (read, or an error): the next one is read afresh."""
+        streamed, self._streaming, self._no_stream = self._streaming, None, False
+        self._header_from = 0
+        self._held_at = -1
+        self._wake = None if self._plan.streams_arguments else ASLEEP
+        return streamed
 
     def _stream_limit(self, buf: str, call: _StreamedCall) -> int:
         """How far the arguments of a call still arriving may be read: up to the first text that may
@@ -1283,8 +1354,8 @@ class Stream:
         client has it and cannot take it back, so the message keeps it too, as sent, and the error names
         its index. (A batch parse sends here what a stream would have, so that both read the same.)"""
         if not self._no_stream and self._plan.streams_arguments:
-            self._stream_arguments(deltas)
-        streamed, self._streaming, self._no_stream = self._streaming, None, False
+            self._stream_arguments(deltas, force=True)  # with no shortcut: what a batch parse sends
+        streamed = self._call_over()
         self._error(deltas, error if streamed is None else replace(error, call_index=streamed.index))
 
     def _finish_streamed(
@@ -1400,6 +1471,7 @@ class _Plan:
             else []
         )
         self.call_cut_longest = max(map(len, self.call_cut_words), default=0)
+        self.call_cut_starts, self.call_cut_prefixes = _cut_patterns(tuple(self.call_cut_words))
         self.streams_arguments = bool(calls) and any(
             isinstance(part, (JsonArgs, JsonCallObject, KeyValueArgs)) for part in (calls.call if calls else ())
         )
@@ -1899,6 +1971,24 @@ def _pending_start(buf: str, words: list[str], at: int, longest: int) -> int | N
         if any(len(w) > len(tail) and w.startswith(tail) for w in words):
             return start
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _cut_patterns(words: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """For the texts where a malformed call is cut: a pattern finding their first characters (a chunk
+    without any cannot start one: a reader's plain text), and one matching their proper beginnings
+    (text held back from a reader, while it may still be one of them; never where one of them stands
+    inside another's beginning: it would be found there, not held). Cached: a server makes a parser
+    per request."""
+    if not words:
+        return _NOTHING, _NOTHING
+    starts = re.compile("[" + "".join(sorted({re.escape(w[0]) for w in words})) + "]")
+    if any(a in b[:-1] for a in words for b in words):
+        return starts, _NOTHING
+    return starts, re.compile("|".join(re.escape(w[:n]) for w in words for n in range(len(w) - 1, 0, -1)))
+
+
+_NOTHING = re.compile("(?!)")
 
 
 def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
