@@ -63,19 +63,24 @@ class JsonArgumentsReader:
         before = self.certain
         return text[before : self.feed(text, limit)]
 
-    def plain(self, text: str, chunk: str) -> str | None:
-        """``chunk``, just added to the end of ``text``, where it is certain as it stands: the middle of
-        a string value read up to the chunk, and no character in it that a string may not hold as
-        is (the caller has made sure it starts no text that may close the call); else None, and
-        ``more`` reads it. (What ``more`` would send, at the cost of one pattern match per token.)"""
+    def plain(self, text: str, chunk: str, spaces: bool = True) -> str | None:
+        """What became certain with ``chunk``, just added to the end of ``text``, where the text before
+        it was all read (the caller has made sure the chunk starts no text that may close the call, so
+        the stream lets all of it be read): as it stands in the middle of a string value when it holds
+        nothing a string may not hold as is, else what ``more`` would send; None where text before it
+        waits, and ``more`` reads it. (``spaces`` is for the key/value reader's sake: this one holds
+        no whitespace back.)"""
         at = len(text) - len(chunk)
-        if self._expect != _ARG_STRING_BODY or self.done or self.pos != at:
+        if self.done or self.pos != at:
             return None
-        m = _ARG_PLAIN.match(text, at)
-        if m is None or m.end() != len(text):
-            return None
-        self.pos = self.certain = len(text)
-        return chunk
+        if self._expect == _ARG_STRING_BODY:
+            m = _ARG_PLAIN.match(text, at)
+            if m is not None and m.end() == len(text):
+                self.pos = self.certain = len(text)
+                return chunk
+        # Read to the end before this chunk, and the stream holds none of it back: read on to the end.
+        before = self.certain
+        return text[before : self.feed(text, len(text))]
 
     def stalled(self, limit: int) -> bool:
         """Whether ``more`` would find nothing new with this ``limit``: it reads no further than its

@@ -208,6 +208,8 @@ class CallMatcher:
                     break
                 if isinstance(part, KeyValueArgs):
                     before = self.parts[k - 1] if k else None
+                    if isinstance(before, Marker) and not before.text and k > 1:
+                        before = self.parts[k - 2]  # (whitespace alone: read along with what is before it)
                     if isinstance(before, Marker) and before.text:
                         gate = _final_characters([before.text])
                     elif isinstance(before, Name):
@@ -257,22 +259,31 @@ class CallMatcher:
         self, part: KeyValueArgs, tails: tuple[str, ...]
     ) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None, re.Pattern[str] | None]:
         """For ``KeyValuesReader``: the characters whose arrival may let an argument of ``part`` read
-        whole (the last character of any marker its forms end with or that may follow them), and
-        those that may complete the markers before a value; None where a form ends otherwise (its
-        value last: what ends it is whatever follows); and both together."""
+        whole (the last character of its last marker, of the separator and of what follows the
+        arguments, and where a form ends with its value, the first of those and of what may follow
+        the call, quotes, brackets and whitespace; an argument whole only once more text came is read
+        at the next of those: a little later, never otherwise); the one that completes the markers
+        before a value (None where a value follows no marker); and both together."""
         gates = self._reader_gates.get(id(part))
         if gates is None:
             groups = self._form_groups[id(part)]
-            ends = [m.text for g in groups for m in g.parts if isinstance(m, Marker)]
-            ends += [m.text for m in part.separator] + list(tails) + list(self.closers)
-            ends += [self.call_separator, *self.next_call]
-            ends_otherwise = any(not g.parts or not _is_marker(g.parts[-1]) for g in groups)
-            opens = [m.text for g in groups for m in g.parts[: max(g.value_at, 0)] if isinstance(m, Marker)]
+            # A form read whole ends with its last marker; whether its value ended there may turn on
+            # what follows (a separator, the arguments' end, the call's end).
+            ends = [_marker_text(g.parts[-1]) for g in groups if g.parts]
+            after = [m.text for m in part.separator] + list(tails) + [self.call_separator]
+            ends += after
+            if any(not g.parts or not _is_marker(g.parts[-1]) for g in groups):
+                # A form ends with its value: its end is what follows (its first character), the end
+                # of a quoted or bracketed value, or whitespace.
+                ends += [w.strip()[:1] for w in (*after, *self.closers, *self.next_call) if w.strip()]
+                ends += [*part.string_quotes, *part.string_wrapper, '"', "'", "}", "]", " ", "\n", "\t", "\r"]
+            # The markers before a value read once the last of them is whole.
+            opens = [_marker_text(g.parts[g.value_at - 1]) for g in groups if g.value_at >= 1]
             opens_otherwise = any(g.value_at < 1 or not _is_marker(g.parts[g.value_at - 1]) for g in groups)
             gates = self._reader_gates[id(part)] = (
-                None if ends_otherwise else _final_characters(ends),
+                _final_characters(ends),
                 None if opens_otherwise else _final_characters(opens),
-                None if ends_otherwise or opens_otherwise else _final_characters(ends + opens),
+                None if opens_otherwise else _final_characters(ends + opens),
             )
         return gates
 
@@ -714,26 +725,30 @@ class KeyValuesReader:
             out.append(piece)
         return "".join(out)
 
-    def plain(self, text: str, chunk: str) -> str | None:
+    def plain(self, text: str, chunk: str, spaces: bool = True) -> str | None:
         """``chunk``, just added to the end of ``text``, where it is certain as it stands: the middle
         of a string value sent up to the chunk, and nothing in it that may start the value's stops,
         be trailing whitespace or need an escape (the caller has made sure it starts no text that
-        may close the call); else None, and ``more`` reads it. (What ``more`` would send.)"""
+        may close the call; ``spaces``: and no such text starts with whitespace); else None, and
+        ``more`` reads it. (What ``more`` would send.)"""
         if self._cut >= 0 or self._lost or self._unsettled or self.done or not self._sent:
             return None
         plain = self._plain
         if plain is None or self._opened_at is None:
             return None
         at = len(text) - len(chunk)
-        if self._body_sent == at:
+        held = text[self._body_sent :]
+        if self._body_sent == at or (spaces and self._spaces_plain and held[: at - self._body_sent].isspace()):
+            # Plain text, after nothing held back or after whitespace held back as it might have been
+            # trailing (it is not: text follows it).
             m = plain.match(text, at)
             if m is not None and m.end() == len(text):
+                new = chunk if self._body_sent == at else json_text(held)[1:-1]
                 self._body_sent = len(text)
-                self._sent.append(chunk)
-                return chunk
+                self._sent.append(new)
+                return new
         # Held back: whitespace, then what may begin a stop, and still so: nothing more is certain,
         # however far the stream lets it read.
-        held = text[self._body_sent :]
         rest = held.lstrip()
         if not rest or (self._prefixes_plain and any(len(s) > len(rest) and s.startswith(rest) for s in self._stops)):
             return ""
@@ -741,6 +756,7 @@ class KeyValuesReader:
 
     _plain: re.Pattern[str] | None = None
     _prefixes_plain = False
+    _spaces_plain = False
 
     def wake(self, text: str) -> re.Pattern[str] | None:
         """The characters one of which must arrive before ``more`` may find anything new in ``text``
@@ -862,6 +878,8 @@ class KeyValuesReader:
             firsts = "".join(sorted({re.escape(stop[0]) for stop in stops}))
             # (a stop found inside another's beginning would be missed by that shortcut)
             self._prefixes_plain = not any(a in b[:-1] for a in stops for b in stops)
+            # (whitespace held back is sent with the text after it, unless a stop may start with it)
+            self._spaces_plain = not any(stop[0].isspace() for stop in stops)
             self._plain = re.compile(f'[^\\s"\\\\\\x00-\\x1f\\ud800-\\udfff{firsts}]+')
             self._opened_at = opened = (j, key, group, i)
             self._cut, self._cut_scan, self._body, self._body_sent = -1, i, -1, -1
@@ -949,6 +967,10 @@ class KeyValuesReader:
 
 def _is_marker(part: object) -> bool:
     return isinstance(part, Marker) and bool(part.text)
+
+
+def _marker_text(part: object) -> str:
+    return part.text if isinstance(part, Marker) else ""
 
 
 def _final_characters(words: list[str]) -> re.Pattern[str] | None:

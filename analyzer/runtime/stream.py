@@ -74,16 +74,16 @@ _HEADER_LONGEST = 4096
 class _StreamedCall:
     """A call whose name is sent and whose arguments are being sent as they arrive."""
 
-    __slots__ = ("call_id", "closer_at", "index", "name", "reader", "scanned", "sent", "target")
+    __slots__ = ("call_id", "closer_at", "index", "name", "reader", "scanned", "target")
 
     def __init__(
         self, index: int, call_id: str, name: str, reader: JsonArgumentsReader | KeyValuesReader, at: int
     ) -> None:
         self.index, self.call_id, self.name, self.reader = index, call_id, name, reader
-        self.sent: list[str] = []  # the argument text sent
         self.closer_at = -1  # where the first text that may close the call stands, once seen
         self.scanned = at  # where that text is looked for next (from where the arguments start)
-        self.target: ToolCall | None = None  # the call in the message, once its name is sent
+        # The call in the message, once its name is sent: its arguments are what was sent of them.
+        self.target: ToolCall | None = None
 
 
 class Stream:
@@ -230,7 +230,7 @@ class Stream:
             ):
                 call = self._streaming
                 plain = (
-                    call.reader.plain(buf, chunk)
+                    call.reader.plain(buf, chunk, self._plan.call_cut_unspaced)
                     if call is not None and call.closer_at < 0 and self._plan.call_cut_starts.search(chunk) is None
                     else None
                 )
@@ -1278,6 +1278,8 @@ class Stream:
             if found is NEED:
                 if len(buf) - self._call_start > _HEADER_LONGEST:
                     self._sent_when_complete()
+                elif gate is not None:
+                    self._wake = gate  # (looked for up to here)
                 return
             if not isinstance(found, tuple) or found[2] - self._call_start > _HEADER_LONGEST:
                 self._sent_when_complete()
@@ -1317,8 +1319,7 @@ class Stream:
         deltas.append(Delta("", "", call.index, None, None, text))
         target = call.target
         assert target is not None
-        target.arguments += text
-        call.sent.append(text)
+        target.arguments += text  # (what was sent: only a stream's argument deltas write it)
 
     def _sent_when_complete(self) -> None:
         self._no_stream = True
@@ -1364,7 +1365,7 @@ class Stream:
         """The rest of a call whose beginning was sent. What was sent is certain (``arguments_stream``):
         should the call read otherwise all the same, an error says so, since a client cannot take text back."""
         index = streamed.index
-        sent = "".join(streamed.sent)
+        sent = streamed.target.arguments if streamed.target is not None else ""
         if name == streamed.name and call_id == streamed.call_id and text.startswith(sent):
             if len(text) > len(sent):
                 self._emit(deltas, Delta("", "", index, None, None, text[len(sent) :]))
@@ -1472,6 +1473,7 @@ class _Plan:
         )
         self.call_cut_longest = max(map(len, self.call_cut_words), default=0)
         self.call_cut_starts, self.call_cut_prefixes = _cut_patterns(tuple(self.call_cut_words))
+        self.call_cut_unspaced = not any(w[0].isspace() for w in self.call_cut_words)
         self.streams_arguments = bool(calls) and any(
             isinstance(part, (JsonArgs, JsonCallObject, KeyValueArgs)) for part in (calls.call if calls else ())
         )
