@@ -172,7 +172,8 @@ class CallMatcher:
             if isinstance(part, KeyValueArgs)
         }
         self._reader_gates: dict[
-            int, tuple[re.Pattern[str] | None, re.Pattern[str] | None, re.Pattern[str] | None]
+            int,
+            tuple[tuple[re.Pattern[str], int] | None, tuple[re.Pattern[str], int] | None, re.Pattern[str] | None],
         ] = {}
         self._arguments_gate: re.Pattern[str] | None = _UNKNOWN_GATE
         # Each part with its matcher and the text that may follow it, read off the parts once.
@@ -257,13 +258,14 @@ class CallMatcher:
 
     def reader_gates(
         self, part: KeyValueArgs, tails: tuple[str, ...]
-    ) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None, re.Pattern[str] | None]:
-        """For ``KeyValuesReader``: the characters whose arrival may let an argument of ``part`` read
-        whole (the last character of its last marker, of the separator and of what follows the
-        arguments, and where a form ends with its value, the first of those and of what may follow
-        the call, quotes, brackets and whitespace; an argument whole only once more text came is read
-        at the next of those: a little later, never otherwise); the one that completes the markers
-        before a value (None where a value follows no marker); and both together."""
+    ) -> tuple[tuple[re.Pattern[str], int] | None, tuple[re.Pattern[str], int] | None, re.Pattern[str] | None]:
+        """For ``KeyValuesReader``: what must have come for an argument of ``part`` to read whole (its
+        last marker, the separator or what follows the arguments, and where a form ends with its
+        value, the first character of those and of what may follow the call, quotes, brackets and
+        whitespace; an argument whole only once more text came is read at the next of those: a
+        little later, never otherwise); what must have come for the markers before a value to read
+        (the last of them; None where a value follows no marker); and the last characters of both,
+        one of which a chunk that may change anything holds."""
         gates = self._reader_gates.get(id(part))
         if gates is None:
             groups = self._form_groups[id(part)]
@@ -281,8 +283,8 @@ class CallMatcher:
             opens = [_marker_text(g.parts[g.value_at - 1]) for g in groups if g.value_at >= 1]
             opens_otherwise = any(g.value_at < 1 or not _is_marker(g.parts[g.value_at - 1]) for g in groups)
             gates = self._reader_gates[id(part)] = (
-                _final_characters(ends),
-                None if opens_otherwise else _final_characters(opens),
+                _any_word(ends),
+                None if opens_otherwise else _any_word(opens),
                 None if opens_otherwise else _final_characters(ends + opens),
             )
         return gates
@@ -790,7 +792,7 @@ class KeyValuesReader:
             return None
         if self.scan >= 0 and not force and not self._may_close(text, limit):
             return self._string_so_far(text, j, limit, force)  # a long string arriving: matched once it may end
-        arrived = force or self._arrived(self._end_gate, text, max(j, self._tried), limit)
+        arrived = force or self._arrived(self._end_gate, text, j, self._tried, limit)
         self._tried = limit
         if arrived:
             for group in self.groups:
@@ -804,10 +806,13 @@ class KeyValuesReader:
         return self._string_so_far(text, j, limit, force)
 
     @staticmethod
-    def _arrived(gate: re.Pattern[str] | None, text: str, start: int, limit: int) -> bool:
-        """Whether a character that may complete a marker stands in ``text[start:limit]`` (always,
-        without a gate: forms that end otherwise)."""
-        return gate is None or start < 0 or gate.search(text, start, limit) is not None
+    def _arrived(gate: tuple[re.Pattern[str], int] | None, text: str, j: int, tried: int, limit: int) -> bool:
+        """Whether one of the gate's words stands in ``text[j:limit]`` and may have come since it was
+        looked for up to ``tried`` (always, without a gate)."""
+        if gate is None or tried < 0:
+            return True
+        words, back = gate
+        return words.search(text, max(j, tried - back), limit) is not None
 
     def _match(self, group: FormGroup, text: str, j: int, memo: Memo) -> tuple[int, str, Any] | _Need | Mismatch:
         part, m = self.part, self.matcher
@@ -862,7 +867,7 @@ class KeyValuesReader:
         if self._lost:
             return None
         if opened is None or opened[0] != j:
-            arrived = force or self._arrived(self._open_gate, text, max(j, self._open_tried), limit)
+            arrived = force or self._arrived(self._open_gate, text, j, self._open_tried, limit)
             self._open_tried = limit
             if not arrived:
                 return None  # its beginning reads as it did: no marker completed since
@@ -963,6 +968,15 @@ class KeyValuesReader:
                 return None
             i = step
         return (key, group, i) if key is not None and group.value_at >= 0 else None
+
+
+def _any_word(words: list[str]) -> tuple[re.Pattern[str], int] | None:
+    """A pattern finding any of ``words`` (as stripped: a marker is matched after whitespace), and how
+    far back before new text one may start; None when there is none to find."""
+    found = sorted({w.strip() for w in words if w.strip()}, key=len, reverse=True)
+    if not found:
+        return None
+    return re.compile("|".join(map(re.escape, found))), len(found[0]) - 1
 
 
 def _is_marker(part: object) -> bool:

@@ -114,6 +114,7 @@ class Stream:
     # Where the text the arguments' reader may not read yet starts, while it may begin a closing text
     # (-1: none held): until it no longer does, the reader has nothing new.
     _held_at = -1
+    _streamed_to = -1  # how long the buffer was when the arguments were last read
 
     def __init__(
         self,
@@ -235,6 +236,7 @@ class Stream:
                     else None
                 )
                 if plain is not None:
+                    self._streamed_to = len(buf)
                     if plain:
                         assert call is not None
                         self._send_arguments(streamed, call, plain)
@@ -353,6 +355,7 @@ class Stream:
         self._scan_from = 0
         self._header_from = 0
         self._held_at = -1
+        self._streamed_to = -1
         if self._wake is not ASLEEP:
             self._wake = None  # (positions moved: looked at afresh)
         if self._memo:
@@ -1032,8 +1035,8 @@ class Stream:
     def _call(self, deltas: list[Delta], final: bool) -> None:
         form = self._call_form
         assert form is not None
-        if not final and not self._no_stream and self._plan.streams_arguments:
-            self._stream_arguments(deltas)
+        if not final and not self._no_stream and self._plan.streams_arguments and self._streamed_to != len(self._buf):
+            self._stream_arguments(deltas)  # (unless feed just did, with this text)
         if not final and not self._could_be_complete():
             return
         outcome = self._read_call(form, self._call_start, final)
@@ -1263,6 +1266,7 @@ class Stream:
         that may close the call (where a malformed call's error is cut)."""
         buf, call = self._buf, self._streaming
         self._held_at = -1
+        self._streamed_to = len(buf)
         if call is None:
             form = self._call_form
             assert form is not None
@@ -1330,6 +1334,7 @@ class Stream:
         streamed, self._streaming, self._no_stream = self._streaming, None, False
         self._header_from = 0
         self._held_at = -1
+        self._streamed_to = -1
         self._wake = None if self._plan.streams_arguments else ASLEEP
         return streamed
 
