@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from analyzer.version import __version__ as __version__
 
 # Each public name is imported from its module on first use: `template-analyzer --version` and the
 # standalone pieces (analyzer.runtime, analyzer.errors) must not pay for the whole library.

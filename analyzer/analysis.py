@@ -41,11 +41,8 @@ from analyzer.detect.variables import own_variables
 from analyzer.errors import RenderError
 from analyzer.render import variants as v
 from analyzer.render.conversation import Renderer
-from analyzer.render.engines import (
-    RenderLimits,
-    compile_mutable,
-    compile_template,
-)
+from analyzer.render.engines import compile_mutable, compile_template
+from analyzer.render.sandbox import RenderLimits
 from analyzer.render.session import Failed, Session
 from analyzer.template import Template
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
-from analyzer import __version__
 from analyzer.choices import (
     DEFAULT_ENGINE,
     DEFAULT_N_PREDICT,
@@ -27,6 +26,7 @@ from analyzer.choices import (
     WHITESPACE_MODES,
 )
 from analyzer.errors import AnalyzerError, ConversationError, InputError, MissingDependency, ReplyCut
+from analyzer.version import __version__
 
 if TYPE_CHECKING:
     from analyzer.description import FormatDescription
@@ -165,8 +165,8 @@ def cli(ctx: click.Context) -> None:
 @variant_option
 def analyze(templates: tuple[str, ...], as_json: bool, engine: str, variant: str | None) -> None:
     """Analyse TEMPLATES (.jinja, tokenizer_config.json, model folder, GGUF, or - for stdin)."""
+    from analyzer.backends.summary import summarize
     from analyzer.description import to_dict
-    from analyzer.summary import summarize
 
     color = None if not as_json else False
     failed = 0
@@ -879,7 +879,7 @@ def corpus_fetch(dest: str | None, sdist: str | None) -> None:
     "--json", "as_json", is_flag=True, help='One JSON object: {"golden_dir", "checked", "changed", "updated"}.'
 )
 def golden(update: bool, corpus_dir: str | None, golden_dir: str | None, as_json: bool) -> None:
-    """Compare the analysis of every corpus template with golden/ (or rewrite it with --update)."""
+    """Compare the analysis and audit of every corpus template with golden/ (or rewrite it with --update)."""
     from pathlib import Path
 
     from analyzer import corpus as corpus_lib

@@ -42,7 +42,7 @@ from analyzer.errors import (
 )
 from analyzer.lower import lower
 from analyzer.render.conversation import Renderer, Spelling, check_conversation, non_text_part
-from analyzer.render.engines import DEFAULT_BOS
+from analyzer.render.sandbox import DEFAULT_BOS
 from analyzer.runtime.call_forms import IdForm
 from analyzer.runtime.message import Delta, Message
 from analyzer.runtime.shape import OutputShape

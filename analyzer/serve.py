@@ -4,7 +4,9 @@ The template is analysed once, at start-up. Each ``POST /v1/chat/completions`` i
 checked (analyzer/chat_api.py), prepared as ``export`` prepares it (our prompt, grammar fields and
 parser: analyzer/llama_server.py), posted to the upstream's ``/completion``, and its reply read by
 our parser into OpenAI's objects, streamed as server-sent events or whole. ``GET /v1/models`` is the
-upstream's; ``GET /health`` says whether the upstream is ready.
+upstream's; ``GET /health`` says whether the upstream is ready. ``POST /v1/messages`` is Anthropic's
+Messages API over the same path: its request is read into a chat request and the reply written back
+in Anthropic's shapes, errors included (analyzer/messages_api.py).
 
 Errors are OpenAI error objects: 400 for a request we cannot serve (with the template's own message
 when it refuses the conversation), 502 when the upstream fails or answers what is not llama-server's
@@ -37,7 +39,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import httpx
@@ -51,6 +53,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from analyzer import messages_api
 from analyzer.chat_api import ChatCall, read_chat_request
 from analyzer.description import FormatDescription
 from analyzer.errors import (
@@ -156,22 +159,38 @@ class _KeyCheck:
         if given is not None and secrets.compare_digest(given.encode(), self.key):
             await self.app(scope, receive, send)
             return
+        anthropic = _is_messages_api(scope["path"])
         message = (
-            "no API key: send it as 'Authorization: Bearer KEY'"
-            if given is None
-            else "the API key is not this server's (--api-key)"
+            "the API key is not this server's (--api-key)"
+            if given is not None
+            else "no API key: send it as 'x-api-key: KEY' or 'Authorization: Bearer KEY'"
+            if anthropic
+            else "no API key: send it as 'Authorization: Bearer KEY'"
         )
-        response = JSONResponse(
-            error_body(message, "invalid_request_error", code="invalid_api_key"),
-            status_code=401,
-            headers={"WWW-Authenticate": "Bearer"},
+        body = (
+            messages_api.error_body(401, message)
+            if anthropic
+            else error_body(message, "invalid_request_error", code="invalid_api_key")
         )
+        response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
         await response(scope, receive, send)
+
+
+def _anthropic_error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(messages_api.error_body(status, message), status_code=status)
+
+
+def _is_messages_api(path: str) -> bool:
+    """Whether ``path`` is the Anthropic Messages API's, whose errors are Anthropic's objects."""
+    return path == "/v1/messages" or path.startswith("/v1/messages/")
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     # The traceback goes to the server's log (uvicorn prints it); the client gets one line.
-    return error_response(500, f"internal error: {type(exc).__name__}: {exc}", code="internal_error")
+    message = f"internal error: {type(exc).__name__}: {exc}"
+    if _is_messages_api(request.url.path):
+        return _anthropic_error(500, message)
+    return error_response(500, message, code="internal_error")
 
 
 # --------------------------------------------------------------------------- the upstream
@@ -273,21 +292,94 @@ class _Service:
                 default_template_kwargs=config.default_template_kwargs,
                 reasoning_budget=config.reasoning_budget,
             )
-            completion = await anyio.to_thread.run_sync(
-                functools.partial(prepare, config.template, config.description, call.request, engine=config.engine)
-            )
+            completion = await self._prepare(call)
         except AnalyzerError as exc:
             # Everything here depends only on the request and the one template: the client's to fix,
             # and the message is the template's own when it refuses the conversation.
             return error_response(400, exc.message, param=exc.param if isinstance(exc, RequestError) else None)
-        # The name every reply carries, chunks included, from the first.
-        model = config.served_model_name or call.model or config.template.name
+        model = self._model(call)
         try:
             if call.stream:
-                return await self._stream(call, completion, model)
-            return await self._complete(request, completion, model)
+                chunks = ChunkStream(self.completion_url, completion, model=model, include_usage=call.include_usage)
+                return await self._stream(completion, chunks, _ChatEvents())
+            return await self._complete(request, completion, model, lambda chat, _reply: chat)
         except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
             return _failure_response(exc)
+
+    async def _read_messages(
+        self, request: Request, *, counting: bool = False
+    ) -> tuple[ChatCall, Completion] | Response:
+        """A Messages API request read and prepared, or its 400 (``counting``: a count_tokens body)."""
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _anthropic_error(400, f"the request body is not JSON: {exc}")
+        config = self.config
+        try:
+            call = messages_api.read_messages_request(
+                body,
+                tool_format=config.tool_format,
+                default_template_kwargs=config.default_template_kwargs,
+                reasoning_budget=config.reasoning_budget,
+                counting=counting,
+            )
+            return call, await self._prepare(call)
+        except AnalyzerError as exc:
+            return _anthropic_error(400, exc.message)
+
+    async def messages(self, request: Request) -> Response:
+        """Anthropic's Messages API, translated onto the chat path (analyzer/messages_api.py)."""
+        read = await self._read_messages(request)
+        if isinstance(read, Response):
+            return read
+        call, completion = read
+        model = self._model(call)
+        stops = call.request.stop
+        try:
+            if call.stream:
+                chunks = ChunkStream(self.completion_url, completion, model=model)
+                return await self._stream(completion, chunks, messages_api.MessageEvents(model, stops, chunks))
+            return await self._complete(
+                request, completion, model, lambda chat, reply: messages_api.message_object(chat, reply, stops)
+            )
+        except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
+            return _anthropic_error(upstream_failure(exc)[0], exc.message)
+
+    async def count_tokens(self, request: Request) -> Response:
+        """Anthropic's ``/v1/messages/count_tokens``: the tokens of the prompt the request would send,
+        as the upstream's ``/tokenize`` counts them (with the BOS ``/completion`` adds, where the
+        vocabulary asks for one)."""
+        read = await self._read_messages(request, counting=True)
+        if isinstance(read, Response):
+            return read
+        _call, completion = read
+        target = self.config.upstream + "/tokenize"
+        try:
+            response = await self.client.post(target, json={"content": completion.body["prompt"], "add_special": True})
+        except httpx.TimeoutException:
+            return _anthropic_error(504, f"{target}: no answer within {self.config.timeout:g} s")
+        except httpx.HTTPError as exc:
+            return _anthropic_error(502, f"{target}: no llama-server answered: {exc or type(exc).__name__}")
+        if response.status_code != 200:
+            reason = error_text(response.content, response.reason_phrase)
+            return _anthropic_error(502, f"{target}: HTTP {response.status_code}: {reason}")
+        try:
+            tokens = response.json().get("tokens")
+        except (ValueError, AttributeError):
+            tokens = None
+        if not isinstance(tokens, list):
+            return _anthropic_error(502, f"{target}: the reply is not llama-server's tokens")
+        return JSONResponse({"input_tokens": len(tokens)})
+
+    async def _prepare(self, call: ChatCall) -> Completion:
+        config = self.config
+        return await anyio.to_thread.run_sync(
+            functools.partial(prepare, config.template, config.description, call.request, engine=config.engine)
+        )
+
+    def _model(self, call: ChatCall) -> str:
+        """The name every reply carries, chunks included, from the first."""
+        return self.config.served_model_name or call.model or self.config.template.name
 
     # ------------------------------------------------------------------ one request
 
@@ -311,25 +403,34 @@ class _Service:
             raise ServerRefused(f"{target}: HTTP {response.status_code}: {message}", status=response.status_code)
         return response
 
-    async def _fetch(self, completion: Completion, model: str) -> dict[str, Any]:
+    async def _fetch(self, completion: Completion, model: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The ``chat.completion``, and the upstream's reply (its last event, when streamed)."""
         if completion.budget is not None:
             # Read as a stream all the same: the generation must be stopped where the budget runs out.
             chunks = ChunkStream(self.completion_url, completion, model=model)
             response = await self._open(_streamed(_first_body(completion)))
             async for _chunk in self._generate(response, completion, chunks):
                 pass
-            return chunks.completion()
+            return chunks.completion(), chunks.last
         response = await self._open({**completion.body, "stream": False})
         try:
             with _reading(self.completion_url, self.config.timeout):
                 data = await response.aread()
         finally:
             await response.aclose()
-        return chat_completion(completion, read_reply(self.completion_url, data), model=model)
+        reply = read_reply(self.completion_url, data)
+        return chat_completion(completion, reply, model=model), reply
 
-    async def _complete(self, request: Request, completion: Completion, model: str) -> Response:
-        """The whole reply, unless the client goes away first: then the upstream request is cancelled
-        (its connection closed) and nobody is answered."""
+    async def _complete(
+        self,
+        request: Request,
+        completion: Completion,
+        model: str,
+        answer: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]],
+    ) -> Response:
+        """The whole reply (``answer`` of the chat completion and the upstream's reply), unless the
+        client goes away first: then the upstream request is cancelled (its connection closed) and
+        nobody is answered."""
         work = asyncio.ensure_future(self._fetch(completion, model))
         gone = asyncio.ensure_future(_disconnected(request))
         try:
@@ -341,30 +442,32 @@ class _Service:
         if work.cancelled():
             log.info("the client went away: its upstream request is cancelled")
             return Response(status_code=499)
-        return JSONResponse(work.result())
+        chat, reply = work.result()
+        return JSONResponse(answer(chat, reply))
 
-    async def _stream(self, call: ChatCall, completion: Completion, model: str) -> Response:
+    async def _stream(self, completion: Completion, chunks: ChunkStream, writer: _EventWriter) -> Response:
         # The upstream is asked before answering, so that its failure still gets its own status.
         response = await self._open(_streamed(_first_body(completion)))
-        chunks = ChunkStream(self.completion_url, completion, model=model, include_usage=call.include_usage)
         return StreamingResponse(
-            self._events(response, completion, chunks),
+            self._events(response, completion, chunks, writer),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     async def _events(
-        self, response: httpx.Response, completion: Completion, chunks: ChunkStream
+        self, response: httpx.Response, completion: Completion, chunks: ChunkStream, writer: _EventWriter
     ) -> AsyncIterator[str]:
-        """The chunks as server-sent events, then ``[DONE]``; a failure on the way is an error event."""
+        """The chunks as ``writer``'s server-sent events, then its closing ones; a failure on the way
+        is an error event."""
         try:
             async for chunk in self._generate(response, completion, chunks):
-                yield _event(chunk)
+                for event in writer.chunk(chunk):
+                    yield event
         except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
-            _, code = upstream_failure(exc)
-            yield _event(error_body(exc.message, "server_error", code=code))
+            yield writer.error(exc)
             return
-        yield "data: [DONE]\n\n"
+        for event in writer.finish():
+            yield event
 
     async def _generate(
         self, response: httpx.Response, completion: Completion, chunks: ChunkStream
@@ -415,6 +518,30 @@ class _Service:
                 await response.aclose()
 
 
+class _EventWriter(Protocol):
+    """How a stream's chunks are written as server-sent events: per chunk, at the end, on a failure."""
+
+    def chunk(self, chunk: dict[str, Any]) -> list[str]: ...
+
+    def finish(self) -> list[str]: ...
+
+    def error(self, exc: AnalyzerError) -> str: ...
+
+
+class _ChatEvents:
+    """OpenAI's: each chunk one event, then ``[DONE]``."""
+
+    def chunk(self, chunk: dict[str, Any]) -> list[str]:
+        return [_event(chunk)]
+
+    def finish(self) -> list[str]:
+        return ["data: [DONE]\n\n"]
+
+    def error(self, exc: AnalyzerError) -> str:
+        _, code = upstream_failure(exc)
+        return _event(error_body(exc.message, "server_error", code=code))
+
+
 def _first_body(completion: Completion) -> dict[str, Any]:
     """The body of a reply's first request: the completion's, or where a budget of 0 meets a block the
     prompt opened, the one that starts with the block closed."""
@@ -462,6 +589,8 @@ def create_app(config: ServeConfig) -> Starlette:
     return Starlette(
         routes=[
             Route("/v1/chat/completions", service.chat, methods=["POST"]),
+            Route("/v1/messages", service.messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", service.count_tokens, methods=["POST"]),
             Route("/v1/models", service.models, methods=["GET"]),
             Route("/health", service.health, methods=["GET"]),
         ],

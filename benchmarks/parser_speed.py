@@ -58,7 +58,7 @@ from analyzer.description import FormatDescription
 from analyzer.errors import RenderError
 from analyzer.lower import lower
 from analyzer.render.conversation import Renderer
-from analyzer.render.engines import RenderLimits
+from analyzer.render.sandbox import RenderLimits
 from analyzer.render.session import Session
 from analyzer.runtime import shape as runtime_shape
 from analyzer.runtime import stream as runtime_stream

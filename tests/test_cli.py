@@ -10,8 +10,10 @@ import sys
 
 import pytest
 from helpers.cli import run
+from helpers.golden import GOLDEN
 
 from analyzer.cli import cli
+from analyzer.golden import AUDIT_FOLDER
 
 
 def test_analyze_summary_shows_markers_with_visible_whitespace(corpus_dir):
@@ -282,15 +284,26 @@ def test_diff_shows_what_changed_in_behaviour(tmp_path, corpus_dir):
     assert code == 0 and out.strip() == "no change in behaviour"
 
 
-def test_compare_runs_on_the_whole_corpus(corpus_paths):
+def test_compare_of_the_whole_corpus_is_golden(corpus_paths):
+    """`compare --json` over every corpus template: one row per template, in the order given, each equal
+    to the row golden/audit/<name>.json holds; the table has the same rows."""
+    code, out, err = run(["compare", "--json", *[str(p) for p in corpus_paths]])
+    assert code == 0, err
+    rows = json.loads(out)["templates"]
+    expected = [
+        json.loads((GOLDEN / AUDIT_FOLDER / f"{p.stem}.json").read_text(encoding="utf-8"))["compare"]
+        for p in corpus_paths
+    ]
+    assert [row["template"] for row in rows] == [p.stem for p in corpus_paths]
+    assert rows == expected
     code, out, err = run(["compare", *[str(p) for p in corpus_paths]])
     assert code == 0, err
-    assert len(out.splitlines()) == 1 + len(corpus_paths)
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [p.stem for p in corpus_paths]
 
 
 def test_package_names_resolve_lazily() -> None:
-    """`import analyzer` loads no part of the library; each public name resolves to the object its
-    module defines, and __all__ lists exactly the names that resolve."""
+    """`import analyzer` loads no part of the library (only the version's module, one assignment); each
+    public name resolves to the object its module defines, and __all__ lists exactly the names that resolve."""
     code = (
         "import sys, analyzer\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('analyzer.'))\n"
@@ -304,7 +317,7 @@ def test_package_names_resolve_lazily() -> None:
         "    print(exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.splitlines() == ["[] True True", "True", "module 'analyzer' has no attribute 'nope'"]
+    assert out.splitlines() == ["['analyzer.version'] True True", "True", "module 'analyzer' has no attribute 'nope'"]
 
 
 # Packages that take long to import, and what the library imports only for some commands or inputs.
@@ -333,19 +346,27 @@ def test_start_up_loads_only_the_command_line(args: list[str]) -> None:
     """`--version` and `--help` import the command line alone, not the library behind it (start-up time);
     a command loads its own part when it runs."""
     # analyzer.limits is the supervisor that runs the command under the memory cap (standard library only).
-    assert modules_loaded_by(args) == ["analyzer.choices", "analyzer.cli", "analyzer.errors", "analyzer.limits"]
+    # analyzer.version: one assignment, the version --version prints.
+    assert modules_loaded_by(args) == [
+        "analyzer.choices",
+        "analyzer.cli",
+        "analyzer.errors",
+        "analyzer.limits",
+        "analyzer.version",
+    ]
 
 
 def test_analyze_loads_only_what_the_analysis_needs(corpus_dir) -> None:
     """`analyze` under minijinja (the default) imports neither jinja2 (only the jinja2 engine and the
     syntax check of what minijinja rejects need it) nor what only other commands use: the evidence and
-    its detectors (audit), the backends, the output shape and the parser (grammar, parse, export)."""
+    its detectors (audit), the other backends, the output shape and the parser (grammar, parse, export)."""
     loaded = modules_loaded_by(["analyze", str(corpus_dir / "Qwen-Qwen2.5-7B-Instruct.jinja")])
     assert "analyzer.analysis" in loaded and "minijinja" in loaded  # the analysis did run
     # rapidfuzz is left out: it loads when two renders differ in more than one run, which is the template's doing.
     heavy = tuple(name for name in HEAVY_IMPORTS if name != "rapidfuzz")
-    unwanted = ("analyzer.evidence", "analyzer.backends", "analyzer.render.jinja2_engine", *heavy)
-    assert [m for m in loaded if m.startswith(unwanted)] == []
+    unwanted = ("analyzer.evidence", "analyzer.backends.", "analyzer.render.jinja2_engine", *heavy)
+    # Of the backends, only analyze's own formatter (and the empty package it is in).
+    assert [m for m in loaded if m.startswith(unwanted)] == ["analyzer.backends.summary"]
     # Of the parser's runtime, only what the description is made of: not the output shape, not the parser.
     assert [m for m in loaded if m.startswith("analyzer.runtime.")] == [
         "analyzer.runtime.call_forms",

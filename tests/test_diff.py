@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from analyzer.backends.summary import visible
 from analyzer.diff import (
     Insertion,
     RepeatedUnit,
@@ -17,7 +18,6 @@ from analyzer.diff import (
     repeated_unit,
 )
 from analyzer.markers import inside_marker_mask
-from analyzer.summary import visible
 
 # --------------------------------------------------------------------------- prefix / suffix
 

@@ -7,18 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.choices import DEFAULT_ENGINE
 from analyzer.errors import InputError, RenderError, RenderLimitError, TemplateSyntaxError
-from analyzer.render.engines import (
-    DEFAULT_ENGINE,
-    FIXED_NOW,
-    IndentedJsonMemo,
-    RenderLimits,
-    compile_mutable,
-    compile_template,
-    get_engine,
-    rewrite_generation_tags,
-    tojson,
-)
+from analyzer.render.engines import compile_mutable, compile_template, get_engine
+from analyzer.render.minijinja_engine import rewrite_generation_tags
+from analyzer.render.sandbox import FIXED_NOW, IndentedJsonMemo, RenderLimits, tojson
 from analyzer.template import Template
 
 ENGINES = ("jinja2", "minijinja")

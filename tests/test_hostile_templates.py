@@ -19,7 +19,7 @@ import pytest
 
 from analyzer.analysis import analyze
 from analyzer.errors import AnalysisLimitError
-from analyzer.render.engines import RenderLimits
+from analyzer.render.sandbox import RenderLimits
 from analyzer.template import Template
 
 MEMORY_BYTES = 500 * 2**20

@@ -96,7 +96,8 @@ def test_golden_update_into_a_named_folder_then_check_it(corpus_dir: Path, tmp_p
     target = tmp_path / "golden"
     code, out, _ = run(["golden", "--update", "--corpus-dir", str(corpus), "--golden-dir", str(target)])
     assert (code, out) == (0, "2 of 2 golden files rewrote: Qwen3-Coder, google-gemma-2-2b-it\n")
-    assert sorted(p.name for p in target.iterdir()) == ["Qwen3-Coder.json", "google-gemma-2-2b-it.json"]
+    assert sorted(p.name for p in target.iterdir()) == ["Qwen3-Coder.json", "audit", "google-gemma-2-2b-it.json"]
+    assert sorted(p.name for p in (target / "audit").iterdir()) == ["Qwen3-Coder.json", "google-gemma-2-2b-it.json"]
     code, out, _ = run(["golden", "--corpus-dir", str(corpus), "--golden-dir", str(target)])
     assert (code, out) == (0, "0 of 2 golden files differ\n")
 

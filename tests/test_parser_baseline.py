@@ -18,7 +18,6 @@ from helpers import baseline_runtime
 from helpers.golden import compile_for, golden
 from helpers.roundtrip import CASES, TOOLS, case_outputs
 
-from analyzer import corpus
 from analyzer.backends.parser import Parser
 from analyzer.runtime import stream
 from analyzer.runtime.message import Message, ParseError, ParseWarning, ToolCall
@@ -44,7 +43,7 @@ def _head_is_the_runtime_under_test() -> None:
 
 
 def test_the_runtime_at_head_loads_beside_ours_and_reads_the_outputs_alike(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corpus_dir: Path
 ) -> None:
     _head_is_the_runtime_under_test()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -59,7 +58,7 @@ def test_the_runtime_at_head_loads_beside_ours_and_reads_the_outputs_alike(
         description = golden(name)
         ours = Parser(description, TOOLS)
         theirs = baseline.parser(baseline.shape(name), TOOLS)
-        outputs = list(case_outputs(description, compile_for(description, corpus.fetch()), CASES))
+        outputs = list(case_outputs(description, compile_for(description, corpus_dir), CASES))
         assert len(outputs) >= 5, name
         for case, text in outputs:
             mine, other = ours.parse(text), theirs.parse(text)

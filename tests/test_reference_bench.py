@@ -16,29 +16,27 @@ from helpers.built import required_binary
 from helpers.golden import compile_for, golden
 from helpers.roundtrip import CASES, TOOLS, USER, case_outputs
 
-from analyzer import corpus
-
 TEMPLATE = "Qwen-Qwen2.5-7B-Instruct"
 
 
 @pytest.fixture(scope="module")
-def binary() -> Path:
+def reference_harness() -> Path:
     return required_binary(
         reference_bench.reference_binary(), reference_bench.TARGET, f"build it with `{reference_bench.BUILD_COMMAND}`"
     )
 
 
-def test_llama_cpp_reads_the_call_the_template_writes(binary: Path) -> None:
+def test_llama_cpp_reads_the_call_the_template_writes(reference_harness: Path, corpus_dir: Path) -> None:
     description = golden(TEMPLATE)
-    [(_, output)] = case_outputs(description, compile_for(description, corpus.fetch()), ["one call"])
+    [(_, output)] = case_outputs(description, compile_for(description, corpus_dir), ["one call"])
     job = {
-        "template": str(corpus.fetch() / f"{TEMPLATE}.jinja"),
+        "template": str(corpus_dir / f"{TEMPLATE}.jinja"),
         "tools": TOOLS,
         "messages": [USER],
         "outputs": [reference_bench.as_generated(output, description.turn.stop)],
         "repeat": 2,
     }
-    [answer] = reference_bench.run_reference(binary, [job], timeout=30)
+    [answer] = reference_bench.run_reference(reference_harness, [job], timeout=30)
     assert "error" not in answer, answer["error"]
     [parsed] = answer["outputs"]
     assert "error" not in parsed, parsed["error"]
@@ -48,12 +46,14 @@ def test_llama_cpp_reads_the_call_the_template_writes(binary: Path) -> None:
     assert answer["analysis_us"]["best"] > 0 and parsed["parse_us"]["best"] > 0
 
 
-def test_a_job_llama_cpp_cannot_run_is_reported_and_the_next_one_still_runs(binary: Path, tmp_path: Path) -> None:
+def test_a_job_llama_cpp_cannot_run_is_reported_and_the_next_one_still_runs(
+    reference_harness: Path, tmp_path: Path, corpus_dir: Path
+) -> None:
     broken = tmp_path / "broken.jinja"
     broken.write_text("{% for message in messages %}{{ message.content ", encoding="utf-8")
-    good = {"template": str(corpus.fetch() / f"{TEMPLATE}.jinja"), "tools": TOOLS, "messages": [USER]}
+    good = {"template": str(corpus_dir / f"{TEMPLATE}.jinja"), "tools": TOOLS, "messages": [USER]}
     answers = reference_bench.run_reference(
-        binary,
+        reference_harness,
         [{**good, "template": str(tmp_path / "absent.jinja")}, {**good, "template": str(broken)}, good],
         timeout=30,
     )

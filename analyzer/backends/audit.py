@@ -6,7 +6,7 @@ whether the prompt depends on the current date, whether jinja2 and minijinja ren
 tool results are linked back to calls, and how earlier turns are written back. It renders nothing
 itself. Every finding carries ``evidence``: the render excerpt (or the template's own message) it
 rests on. Whitespace is left as is; making it visible is the caller's job (``render_text`` does it
-with ``analyzer.summary.visible``).
+with ``analyzer.backends.summary.visible``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from analyzer.backends.summary import visible
 from analyzer.description import CallIds, Calls, Capabilities, FormatDescription, Reasoning, Results
 from analyzer.evidence import ContextUse, EngineAgreement, Evidence, History, ToolDefinitions, ToolPlacement
 from analyzer.runtime.shape import ID_FORMS
-from analyzer.summary import visible
 from analyzer.tokenizer import TOKENS_UNKNOWN
 
 Style = Callable[..., str]

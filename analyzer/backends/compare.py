@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.backends.audit import AuditReport
+from analyzer.backends.summary import visible
 from analyzer.description import CallIds, Calls, FormatDescription, Results, pattern_text, to_dict
-from analyzer.summary import visible
 
 COLUMNS = ("template", "format", "call", "section", "tool cost", "results", "ids", "refuses", "engines")
 

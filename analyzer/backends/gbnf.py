@@ -29,18 +29,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analyzer.backends.json_schema_gbnf import (
-    PythonRules,
-    Rules,
-    SchemaRules,
-    char_class,
-    choice,
-    group,
-    literal,
-    optional,
-    ordered,
-    seq,
-)
+from analyzer.backends.gbnf_text import Rules, char_class, choice, group, literal, optional, ordered, seq
+from analyzer.backends.json_schema_gbnf import PythonRules, SchemaRules
 from analyzer.choices import WHITESPACE_MODES
 from analyzer.errors import InputError, UnsupportedFormat
 from analyzer.markers import special_word

@@ -1,9 +1,8 @@
-"""JSON Schema to GBNF rules, and the small GBNF toolkit the grammar backend builds with.
+"""JSON Schema to GBNF rules, over the toolkit of ``gbnf_text`` and the value rules of ``gbnf_values``.
 
-``Rules`` collects named rules (a body written twice gets one name); ``literal``, ``char_class``,
-``seq``, ``group`` and ``ordered`` write GBNF expressions; ``SchemaRules`` turns a JSON Schema into
-an expression for the JSON values it allows, and ``PythonRules`` does the same for Python literals
-(``{'a': 'x', 'b': True}``), which some templates write instead of JSON.
+``SchemaRules`` turns a JSON Schema into an expression for the JSON values it allows, and
+``PythonRules`` does the same for Python literals (``{'a': 'x', 'b': True}``), which some templates
+write instead of JSON.
 
 What the schema rules cover: the JSON types, ``enum`` and ``const``, ``anyOf``/``oneOf`` and type
 lists as alternatives, objects with their properties in schema order (required ones mandatory,
@@ -38,14 +37,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-WS_MAX = 20
-_WS_CHARS = " \t\n\r"
-_NAME_JUNK = re.compile(r"[^a-z0-9]+")
+from analyzer.backends.gbnf_text import Rules, choice, group, literal, name_part, optional, ordered, seq
+from analyzer.backends.gbnf_values import Bound, integer_range, number_range, pattern_body
+
 # Keywords that say nothing about which values are valid.
 _ANNOTATIONS = frozenset(
     {
@@ -91,8 +89,6 @@ _ENFORCED = frozenset(
     }
 )
 # "root" is the start rule; llguidance's converter renames it "start", so that name must stay free.
-_RESERVED = frozenset({"root", "start"})
-_CLASS_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 # JSON string: any character but '"', '\' and control characters, or an escape (RFC 8259).
 _QUOTE = r'"\""'  # the GBNF literal for a JSON string's quote
@@ -107,140 +103,6 @@ _NUMBER = _INTEGER + r' ( "." [0-9]{1,21} )? ( [eE] [+\x2D]? [0-9]{1,3} )?'
 
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def literal(text: str) -> str:
-    """A GBNF string literal for ``text``. Non-ASCII characters are written as themselves: an escape
-    like ``\\u00e9`` is read differently by GBNF tools, the raw UTF-8 is read the same by all."""
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch in _CLASS_ESCAPES:
-            out.append(_CLASS_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def char_class(chars: Iterable[str], *, negated: bool = False) -> str:
-    """A GBNF character class. Tab, newline and carriage return get their escapes; other control
-    characters and those that mean something inside a class, ``\\xHH`` escapes, which every GBNF
-    reader takes literally."""
-    body = []
-    for ch in sorted(set(chars)):
-        if ch in _CLASS_ESCAPES:
-            body.append(_CLASS_ESCAPES[ch])
-        elif ch in "\\]^-[" or ord(ch) < 0x20 or ord(ch) == 0x7F:
-            body.append(f"\\x{ord(ch):02X}")
-        else:
-            body.append(ch)
-    return "[" + ("^" if negated else "") + "".join(body) + "]"
-
-
-def seq(*items: str) -> str:
-    """Items in sequence, empty ones left out."""
-    return " ".join(item for item in items if item)
-
-
-def group(expr: str) -> str:
-    return f"( {expr} )" if expr else ""
-
-
-def optional(expr: str) -> str:
-    return group(expr) + "?" if expr else ""
-
-
-def choice(options: Iterable[str]) -> str:
-    """Alternatives as one inline expression (duplicates dropped)."""
-    unique = list(dict.fromkeys(options))
-    return unique[0] if len(unique) == 1 else group(" | ".join(unique))
-
-
-def ordered(members: list[tuple[str, bool]], separator: str, extra: str = "") -> str:
-    """Members in their order with ``separator`` between two, each ``(expr, required)``: required
-    ones must be written, optional ones may be left out; ``extra``: any number of further members
-    after them. Inline, and linear in size when a member is required: every member before the first
-    required one is followed by a separator, every member after it preceded by one."""
-    more = group(seq(separator, extra)) + "*" if extra else ""
-    first = next((i for i, (_, required) in enumerate(members) if required), None)
-    if first is not None:
-        items = [
-            optional(seq(expr, separator))
-            if i < first
-            else expr
-            if i == first
-            else seq(separator, expr)
-            if required
-            else optional(seq(separator, expr))
-            for i, (expr, required) in enumerate(members)
-        ]
-        return seq(*items, more)
-    # All optional: the first member written is the one not preceded by a separator.
-    options = [
-        seq(expr, *(optional(seq(separator, later)) for later, _ in members[i + 1 :]), more)
-        for i, (expr, _) in enumerate(members)
-    ]
-    if extra:
-        options.append(seq(extra, more))
-    return optional(" | ".join(options))
-
-
-class Rules:
-    """GBNF rules under construction: ``add`` names a body (the same body gets the same name)."""
-
-    def __init__(self) -> None:
-        self._bodies: dict[str, str] = {}  # name -> body, in definition order
-        self._names: dict[str, str] = {}  # body -> name
-        self._recursive: dict[str, str] = {}  # hint -> name
-        self.unenforced: list[str] = []  # "where: keyword" for each constraint the grammar does not hold
-
-    def note(self, where: str, what: str) -> None:
-        """A constraint the grammar does not hold, for the caller to report (once each)."""
-        entry = f"{where}: {what}"
-        if entry not in self.unenforced:
-            self.unenforced.append(entry)
-
-    def add(self, hint: str, body: str) -> str:
-        """The name of a rule with ``body``; ``hint`` becomes a valid, unused GBNF name."""
-        if body not in self._names:
-            name = self._fresh(hint)
-            self._bodies[name] = body
-            self._names[body] = name
-        return self._names[body]
-
-    def recursive(self, hint: str, build: Callable[[str], str]) -> str:
-        """A rule that refers to itself, made once per ``hint``: ``build`` gets its name, gives its body."""
-        if hint not in self._recursive:
-            name = self._fresh(hint)
-            self._bodies[name] = ""  # the name is taken while the body is built
-            self._recursive[hint] = name
-            self._bodies[name] = build(name)
-        return self._recursive[hint]
-
-    def _fresh(self, hint: str) -> str:
-        base = _NAME_JUNK.sub("-", hint.lower()).strip("-") or "r"
-        name, n = base, 1
-        while name in self._bodies or name in _RESERVED:
-            n += 1
-            name = f"{base}-{n}"
-        return name
-
-    def ws(self) -> str:
-        """Optional whitespace: between JSON tokens and wherever a template wrote some."""
-        return self.add("ws", f"{char_class(_WS_CHARS)}{{0,{WS_MAX}}}")
-
-    def ws_required(self) -> str:
-        """Whitespace that must be there: between two words."""
-        return self.add("ws-required", f"{char_class(_WS_CHARS)}{{1,{WS_MAX}}}")
-
-    def text(self, root: str) -> str:
-        """The grammar: ``root ::= root`` first, then every rule in the order it was added."""
-        lines = [f"root ::= {root}"]
-        lines.extend(f"{name} ::= {body}" for name, body in self._bodies.items())
-        return "\n".join(lines) + "\n"
 
 
 class SchemaRules:
@@ -358,7 +220,7 @@ class SchemaRules:
         if any(k not in _ANNOTATIONS for k in rest):
             # Keywords beside a $ref apply with it: merged, as allOf.
             return self.value({"allOf": [target, rest]}, hint)
-        name = _NAME_JUNK.sub("-", str(ref).lower()).strip("-")
+        name = name_part(str(ref))
         key = f"{self.prefix}ref-{name}{'-exact' if self.separators else ''}"
         return self.rules.recursive(key, lambda _: self.value(target, f"{self.prefix}{name}"))
 
@@ -414,7 +276,6 @@ class SchemaRules:
 
     def string_value(self, schema: dict[str, Any], hint: str) -> str:
         """A string, held to its ``pattern`` or its ``minLength``/``maxLength`` (not both at once)."""
-        from analyzer.backends.gbnf_values import pattern_body  # (that module builds on this one's toolkit)
 
         pattern = schema.get("pattern")
         low = schema.get("minLength") if type(schema.get("minLength")) is int else 0
@@ -443,7 +304,6 @@ class SchemaRules:
 
     def integer_value(self, schema: dict[str, Any], hint: str) -> str:
         """An integer within its bounds (``exclusive*`` as numbers, draft 6 on; as flags, draft 4)."""
-        from analyzer.backends.gbnf_values import integer_range
 
         def bound(key: str, exclusive: str, step: int) -> int | None:
             value = schema.get(key)
@@ -470,7 +330,6 @@ class SchemaRules:
 
     def number_value(self, schema: dict[str, Any], hint: str) -> str:
         """A number within its bounds, written without an exponent where it has bounds."""
-        from analyzer.backends.gbnf_values import Bound, number_range
 
         def bound(key: str, exclusive: str, tighter: Callable[[Bound, Bound], bool]) -> Bound | None:
             found: list[Bound] = []

@@ -11,7 +11,8 @@ from analyzer.errors import AnalysisLimitError, AnalyzerError
 from analyzer.evidence import EngineAgreement, EngineCase, excerpt
 from analyzer.render import variants as v
 from analyzer.render.conversation import Failed, Renderer, Spelling
-from analyzer.render.engines import RenderLimits, compile_template
+from analyzer.render.engines import compile_template
+from analyzer.render.sandbox import RenderLimits
 from analyzer.template import Template
 
 ENGINE_CONTEXT = 40  # characters of each engine's render around their first difference

@@ -18,7 +18,7 @@ from analyzer.diff import common_prefix_len
 from analyzer.evidence import DefinitionForm, Descriptions, Placement, ToolDefinitions, ToolPlacement, excerpt
 from analyzer.render import variants as v
 from analyzer.render.conversation import Failed, Renderer
-from analyzer.render.engines import DEFAULT_BOS
+from analyzer.render.sandbox import DEFAULT_BOS
 from analyzer.template import Template
 from analyzer.tokenizer import tokenizer_beside
 from analyzer.tools import declared_tools

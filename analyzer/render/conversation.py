@@ -25,7 +25,8 @@ from typing import Any
 
 from analyzer.description import STANDARD_SWITCH, FormatDescription, InputForm, Reasoning, ThinkingSwitch
 from analyzer.errors import AnalysisLimitError, ConversationError, RenderError
-from analyzer.render.engines import CompiledTemplate, RenderLimits, compile_mutable, compile_template
+from analyzer.render.engines import compile_mutable, compile_template
+from analyzer.render.sandbox import CompiledTemplate, RenderLimits
 from analyzer.runtime.call_forms import ID_FORMS, id_pattern
 from analyzer.template import Template
 

@@ -1,5 +1,5 @@
 """The jinja2 engine, set up the way Hugging Face transformers renders chat templates, in a sandbox
-that checks a time budget and sizes what a template builds (see ``analyzer.render.engines``).
+that checks a time budget and sizes what a template builds (see ``analyzer.render.sandbox``).
 
 A module of its own so that jinja2 is imported only when a template is rendered with it: the default
 engine is minijinja, and importing jinja2 takes longer than analysing a template with minijinja.
@@ -19,7 +19,7 @@ import jinja2.nodes
 import jinja2.sandbox
 
 from analyzer.errors import RenderError, RenderLimitError, TemplateSyntaxError
-from analyzer.render.engines import (
+from analyzer.render.sandbox import (
     IndentedJsonMemo,
     RenderLimits,
     TemplateRaised,

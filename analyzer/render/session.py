@@ -14,7 +14,7 @@ from analyzer.errors import AnalysisLimitError, RenderError
 from analyzer.markers import marker_start
 from analyzer.render import variants as v
 from analyzer.render.conversation import Failed as Failed  # re-exported for the detectors
-from analyzer.render.engines import CompiledTemplate
+from analyzer.render.sandbox import CompiledTemplate
 
 
 class Session:

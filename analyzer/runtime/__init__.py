@@ -7,6 +7,7 @@
     schema.py      checking arguments against a tool's JSON schema
     calls.py       the tools a parse checks calls against, and call ids
     match.py       matching one call of a shape, one matcher per part kind
+    headers.py     the other ways a model writes a call's header, read off the shape's own headers
     stream.py      the parser: a state machine over the output, fed in chunks of any size
     command.py     the command line of a generated parser module
 

@@ -1016,6 +1016,21 @@ def _partial_suffix_of(text: str, start: int, end: int, words: tuple[str, ...]) 
     return best
 
 
+class VariantMatcher(CallMatcher):
+    """A matcher of a call form the template does not write (headers.py), which records the
+    tolerances ``kinds`` at the call's start on each call it reads."""
+
+    def __init__(self, parts: tuple[Part, ...], kinds: tuple[str, ...], *args: Any, **kwargs: Any) -> None:
+        super().__init__(parts, *args, **kwargs)
+        self.kinds = kinds
+
+    def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | _Need | Mismatch:
+        got = super().match(text, start, final, memo)
+        if isinstance(got, CallMatch):
+            got.tolerated[:0] = [(kind, start) for kind in self.kinds]
+        return got
+
+
 def _named(result: CallMatch, name: str, end: int) -> Step:
     """Record the call's name; a format that writes it twice (a header and the call body) must agree."""
     if result.name and result.name != name:

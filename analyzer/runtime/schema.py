@@ -728,8 +728,55 @@ def _schema_value_too_big(value: object) -> SchemaViolation | None:
     return None
 
 
-def _schema_stop(run: _SchemaRun, found: list[SchemaViolation], quick: bool) -> bool:
-    return run.fatal is not None or (quick and bool(found))
+class _SchemaAt:
+    """One application of a schema to a part of the value, which each of the schema's keywords checks:
+    the ``validate`` call it belongs to (``run``), where the part is (``path``), how many subschemas
+    apply around it (``nesting``), and the violations found so far (``found``); ``quick``: the caller
+    only asks whether there is one (anyOf, not, if, contains), so checking stops at the first."""
+
+    __slots__ = ("found", "nesting", "path", "quick", "run", "schema", "value")
+
+    def __init__(
+        self,
+        run: _SchemaRun,
+        schema: dict[str, object],
+        value: object,
+        path: tuple[str | int, ...],
+        nesting: int,
+        found: list[SchemaViolation],
+        quick: bool,
+    ) -> None:
+        self.run = run
+        self.schema = schema
+        self.value = value
+        self.path = path
+        self.nesting = nesting
+        self.found = found
+        self.quick = quick
+
+    @property
+    def stopped(self) -> bool:
+        """Whether checking stops here: a limit was passed, or a quick check found its violation."""
+        return self.run.fatal is not None or (self.quick and bool(self.found))
+
+    def fail(self, keyword: str, message: str, *steps: str | int) -> None:
+        """A violation of ``keyword`` by the value, or by its member at ``steps`` below it."""
+        self.found.append(SchemaViolation(self.path + steps if steps else self.path, keyword, message))
+
+    def apply(self, subschema: object, value: object, *steps: str | int) -> bool:
+        """Check ``value`` (this part, or its member at ``steps``) against ``subschema``, one level deeper,
+        into the same findings; whether checking stops here."""
+        path = self.path + steps if steps else self.path
+        _schema_apply(self.run, subschema, value, path, self.nesting + 1, self.found, self.quick)
+        return self.stopped
+
+    def valid(self, subschema: object, value: object, *steps: str | int) -> bool:
+        """Whether ``value`` (this part, or its member at ``steps``) is valid under ``subschema``,
+        found on the side: a trial, which stops at its first violation."""
+        trial: list[SchemaViolation] = []
+        path = self.path + steps if steps else self.path
+        _schema_apply(self.run, subschema, value, path, self.nesting + 1, trial, True)
+        return not trial
 
 
 def _schema_apply(
@@ -741,8 +788,7 @@ def _schema_apply(
     found: list[SchemaViolation],
     quick: bool,
 ) -> None:
-    """Append to ``found`` the ways ``value`` (at ``path``) breaks ``schema``. ``quick`` says that the
-    caller only asks whether there is one (anyOf, not, if, contains), so checking stops at the first."""
+    """Append to ``found`` the ways ``value`` (at ``path``) breaks ``schema``; ``quick``: see ``_SchemaAt``."""
     if run.fatal is not None:
         return
     run.steps += 1
@@ -766,597 +812,295 @@ def _schema_apply(
         return
     if not isinstance(schema, dict):
         return
+    at = _SchemaAt(run, schema, value, path, nesting, found, quick)
     for keyword, expected in schema.items():
         check = _SCHEMA_CHECKS.get(keyword) if isinstance(keyword, str) else None
         if check is not None:
-            check(run, schema, expected, value, path, nesting, found, quick)
-            if _schema_stop(run, found, quick):
+            check(at, expected)
+            if run.fatal is not None or (quick and found):  # at.stopped, inline on the hottest loop
                 return
 
 
-def _schema_valid(run: _SchemaRun, schema: object, value: object, path: tuple[str | int, ...], nesting: int) -> bool:
-    trial: list[SchemaViolation] = []
-    _schema_apply(run, schema, value, path, nesting + 1, trial, True)
-    return not trial
+# Each check takes the application it is part of and the keyword's value.
 
 
-# Each check takes (run, the schema, the keyword's value, the value, path, nesting, found, quick).
-
-
-def _schema_check_type(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
+def _schema_check_type(at: _SchemaAt, expected: Any) -> None:
     names = [expected] if isinstance(expected, str) else expected
     if _schema_need_type(expected):
         return
-    if any(_schema_has_type(value, name) for name in names):
+    if any(_schema_has_type(at.value, name) for name in names):
         return
-    if value is None and schema.get("nullable") is True:  # OpenAPI 3.0
+    if at.value is None and at.schema.get("nullable") is True:  # OpenAPI 3.0
         return
     wanted = " or ".join(repr(name) for name in names)
-    found.append(SchemaViolation(path, "type", f"{_schema_show(value)} is not of type {wanted}"))
+    at.fail("type", f"{_schema_show(at.value)} is not of type {wanted}")
 
 
-def _schema_check_enum(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if isinstance(expected, list) and _schema_key(value) not in run.choices(expected):
-        found.append(SchemaViolation(path, "enum", f"{_schema_show(value)} is not one of {_schema_show(expected)}"))
+def _schema_check_enum(at: _SchemaAt, expected: Any) -> None:
+    if isinstance(expected, list) and _schema_key(at.value) not in at.run.choices(expected):
+        at.fail("enum", f"{_schema_show(at.value)} is not one of {_schema_show(expected)}")
 
 
-def _schema_check_const(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if _schema_key(value) != run.key(expected):
-        found.append(
-            SchemaViolation(
-                path, "const", f"{_schema_show(value)} is not {_schema_show(expected)}, the only value allowed"
-            )
-        )
+def _schema_check_const(at: _SchemaAt, expected: Any) -> None:
+    if _schema_key(at.value) != at.run.key(expected):
+        at.fail("const", f"{_schema_show(at.value)} is not {_schema_show(expected)}, the only value allowed")
 
 
-def _schema_check_required(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not isinstance(value, dict) or not isinstance(expected, list):
+def _schema_check_required(at: _SchemaAt, expected: Any) -> None:
+    if not isinstance(at.value, dict) or not isinstance(expected, list):
         return
     for name in expected:
-        if isinstance(name, str) and name not in value:
-            found.append(SchemaViolation(path, "required", f"required property {name!r} is missing"))
-            if quick:
+        if isinstance(name, str) and name not in at.value:
+            at.fail("required", f"required property {name!r} is missing")
+            if at.quick:
                 return
 
 
-def _schema_check_properties(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not isinstance(value, dict) or not isinstance(expected, dict):
+def _schema_check_properties(at: _SchemaAt, expected: Any) -> None:
+    if not isinstance(at.value, dict) or not isinstance(expected, dict):
         return
     for name, subschema in expected.items():
-        if name in value:
-            _schema_apply(run, subschema, value[name], path + (_schema_step(name),), nesting + 1, found, quick)
-            if _schema_stop(run, found, quick):
-                return
-
-
-def _schema_check_pattern_properties(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not isinstance(value, dict) or not isinstance(expected, dict):
-        return
-    for pattern, subschema in expected.items():
-        regex = run.regex(pattern)
-        if regex is None:
-            continue
-        for name, member in value.items():
-            if isinstance(name, str) and regex.search(name):
-                _schema_apply(run, subschema, member, path + (_schema_step(name),), nesting + 1, found, quick)
-                if _schema_stop(run, found, quick):
-                    return
-
-
-def _schema_check_additional_properties(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not isinstance(value, dict):
-        return
-    named = schema.get("properties")
-    named = named if isinstance(named, dict) else {}
-    patterns = schema.get("patternProperties")
-    regexes = [run.regex(pattern) for pattern in patterns] if isinstance(patterns, dict) else []
-    for name, member in value.items():
-        if name in named or (isinstance(name, str) and any(regex and regex.search(name) for regex in regexes)):
-            continue
-        if expected is False:
-            found.append(
-                SchemaViolation(
-                    path + (_schema_step(name),),
-                    "additionalProperties",
-                    f"additional property {_schema_show(name)} is not allowed",
-                )
-            )
-        else:
-            _schema_apply(run, expected, member, path + (_schema_step(name),), nesting + 1, found, quick)
-        if _schema_stop(run, found, quick):
+        if name in at.value and at.apply(subschema, at.value[name], _schema_step(name)):
             return
 
 
-def _schema_check_property_names(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if isinstance(value, dict):
-        for name in value:
-            _schema_apply(run, expected, name, path, nesting + 1, found, quick)
-            if _schema_stop(run, found, quick):
+def _schema_check_pattern_properties(at: _SchemaAt, expected: Any) -> None:
+    if not isinstance(at.value, dict) or not isinstance(expected, dict):
+        return
+    for pattern, subschema in expected.items():
+        regex = at.run.regex(pattern)
+        if regex is None:
+            continue
+        for name, member in at.value.items():
+            if isinstance(name, str) and regex.search(name) and at.apply(subschema, member, _schema_step(name)):
+                return
+
+
+def _schema_check_additional_properties(at: _SchemaAt, expected: Any) -> None:
+    if not isinstance(at.value, dict):
+        return
+    named = at.schema.get("properties")
+    named = named if isinstance(named, dict) else {}
+    patterns = at.schema.get("patternProperties")
+    regexes = [at.run.regex(pattern) for pattern in patterns] if isinstance(patterns, dict) else []
+    for name, member in at.value.items():
+        if name in named or (isinstance(name, str) and any(regex and regex.search(name) for regex in regexes)):
+            continue
+        if expected is False:
+            at.fail(
+                "additionalProperties", f"additional property {_schema_show(name)} is not allowed", _schema_step(name)
+            )
+            if at.stopped:
+                return
+        elif at.apply(expected, member, _schema_step(name)):
+            return
+
+
+def _schema_check_property_names(at: _SchemaAt, expected: Any) -> None:
+    if isinstance(at.value, dict):
+        for name in at.value:
+            if at.apply(expected, name):
                 return
 
 
 def _schema_size_limit(
-    value: object,
+    at: _SchemaAt,
     container: type[dict[Any, Any]] | type[list[Any]],
     expected: object,
-    path: tuple[str | int, ...],
-    found: list[SchemaViolation],
     keyword: str,
     units: tuple[str, str],
     *,
     least: bool,
 ) -> None:
-    """minProperties, maxProperties, minItems, maxItems: how many members or items ``value`` has."""
+    """minProperties, maxProperties, minItems, maxItems: how many members or items the value has."""
+    value = at.value
     if not isinstance(value, container) or not _schema_is_number(expected):
         return
     if len(value) < expected if least else len(value) > expected:
         has = _schema_count(len(value), *units)
         bound = "fewer than the minimum" if least else "more than the maximum"
-        found.append(
-            SchemaViolation(path, keyword, f"{_schema_show(value)} has {has}, {bound} of {_schema_show(expected)}")
-        )
+        at.fail(keyword, f"{_schema_show(value)} has {has}, {bound} of {_schema_show(expected)}")
 
 
-def _schema_check_min_properties(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    _schema_size_limit(value, dict, expected, path, found, "minProperties", ("property", "properties"), least=True)
+def _schema_check_min_properties(at: _SchemaAt, expected: Any) -> None:
+    _schema_size_limit(at, dict, expected, "minProperties", ("property", "properties"), least=True)
 
 
-def _schema_check_max_properties(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    _schema_size_limit(value, dict, expected, path, found, "maxProperties", ("property", "properties"), least=False)
+def _schema_check_max_properties(at: _SchemaAt, expected: Any) -> None:
+    _schema_size_limit(at, dict, expected, "maxProperties", ("property", "properties"), least=False)
 
 
-def _schema_check_items(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not isinstance(value, list):
+def _schema_check_items(at: _SchemaAt, expected: Any) -> None:
+    if not isinstance(at.value, list):
         return
     if isinstance(expected, list):  # draft 4 to 7: a schema per position, then additionalItems
         # the items may be fewer or more than the schemas
-        for index, (subschema, item) in enumerate(zip(expected, value, strict=False)):
-            _schema_apply(run, subschema, item, path + (index,), nesting + 1, found, quick)
-            if _schema_stop(run, found, quick):
+        for index, (subschema, item) in enumerate(zip(expected, at.value, strict=False)):
+            if at.apply(subschema, item, index):
                 return
-        _schema_rest(
-            run,
-            "additionalItems",
-            schema.get("additionalItems", True),
-            value,
-            len(expected),
-            path,
-            nesting,
-            found,
-            quick,
-        )
+        _schema_rest(at, at.value, "additionalItems", at.schema.get("additionalItems", True), len(expected))
         return
-    prefix = schema.get("prefixItems")
-    _schema_rest(
-        run, "items", expected, value, len(prefix) if isinstance(prefix, list) else 0, path, nesting, found, quick
-    )
+    prefix = at.schema.get("prefixItems")
+    _schema_rest(at, at.value, "items", expected, len(prefix) if isinstance(prefix, list) else 0)
 
 
-def _schema_rest(
-    run: _SchemaRun,
-    keyword: str,
-    subschema: object,
-    value: list[object],
-    start: int,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    """Apply ``subschema`` to the items from ``start`` on; ``false`` allows none, and says so once."""
+def _schema_rest(at: _SchemaAt, value: list[object], keyword: str, subschema: object, start: int) -> None:
+    """Apply ``subschema`` to the items of ``value`` (the list checked) from ``start`` on; ``false``
+    allows none, and says so once."""
     if len(value) <= start:
         return
     if subschema is False:
         allowed = f"more than the {start} allowed" if start else "and no items are allowed"
         has = _schema_count(len(value), "item", "items")
-        found.append(SchemaViolation(path, keyword, f"{_schema_show(value)} has {has}, {allowed}"))
+        at.fail(keyword, f"{_schema_show(value)} has {has}, {allowed}")
         return
     for index in range(start, len(value)):
-        _schema_apply(run, subschema, value[index], path + (index,), nesting + 1, found, quick)
-        if _schema_stop(run, found, quick):
+        if at.apply(subschema, value[index], index):
             return
 
 
-def _schema_check_prefix_items(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if isinstance(value, list) and isinstance(expected, list):
+def _schema_check_prefix_items(at: _SchemaAt, expected: Any) -> None:
+    if isinstance(at.value, list) and isinstance(expected, list):
         # the items may be fewer or more than the schemas
-        for index, (subschema, item) in enumerate(zip(expected, value, strict=False)):
-            _schema_apply(run, subschema, item, path + (index,), nesting + 1, found, quick)
-            if _schema_stop(run, found, quick):
+        for index, (subschema, item) in enumerate(zip(expected, at.value, strict=False)):
+            if at.apply(subschema, item, index):
                 return
 
 
-def _schema_check_contains(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not isinstance(value, list):
+def _schema_check_contains(at: _SchemaAt, expected: Any) -> None:
+    if not isinstance(at.value, list):
         return
-    minimum = schema.get("minContains")
+    minimum = at.schema.get("minContains")
     least_given = _schema_is_number(minimum)
     least = minimum if _schema_is_number(minimum) else 1
-    most = schema.get("maxContains")
+    most = at.schema.get("maxContains")
     most = most if _schema_is_number(most) else None
     matching = 0
-    for index, item in enumerate(value):
-        if _schema_valid(run, expected, item, path + (index,), nesting):
+    for index, item in enumerate(at.value):
+        if at.valid(expected, item, index):
             matching += 1
             if most is not None and matching > most:
                 break
-        if run.fatal is not None:
+        if at.run.fatal is not None:
             return
     if matching < least:
         if matching or least_given:
             has = _schema_count(matching, "item", "items")
-            found.append(
-                SchemaViolation(
-                    path,
-                    "minContains" if least_given else "contains",
-                    f"{_schema_show(value)} has {has} matching 'contains', fewer than the "
-                    f"minimum of {_schema_show(least)}",
-                )
+            at.fail(
+                "minContains" if least_given else "contains",
+                f"{_schema_show(at.value)} has {has} matching 'contains', fewer than the "
+                f"minimum of {_schema_show(least)}",
             )
         else:
-            found.append(SchemaViolation(path, "contains", f"{_schema_show(value)} has no item matching 'contains'"))
+            at.fail("contains", f"{_schema_show(at.value)} has no item matching 'contains'")
     elif most is not None and matching > most:
-        found.append(
-            SchemaViolation(
-                path,
-                "maxContains",
-                f"{_schema_show(value)} has more than "
-                f"{_schema_count(most, 'item', 'items')} matching 'contains', the maximum",
-            )
+        at.fail(
+            "maxContains",
+            f"{_schema_show(at.value)} has more than "
+            f"{_schema_count(most, 'item', 'items')} matching 'contains', the maximum",
         )
 
 
-def _schema_check_min_items(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    _schema_size_limit(value, list, expected, path, found, "minItems", ("item", "items"), least=True)
+def _schema_check_min_items(at: _SchemaAt, expected: Any) -> None:
+    _schema_size_limit(at, list, expected, "minItems", ("item", "items"), least=True)
 
 
-def _schema_check_max_items(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    _schema_size_limit(value, list, expected, path, found, "maxItems", ("item", "items"), least=False)
+def _schema_check_max_items(at: _SchemaAt, expected: Any) -> None:
+    _schema_size_limit(at, list, expected, "maxItems", ("item", "items"), least=False)
 
 
-def _schema_check_unique_items(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if expected is not True or not isinstance(value, list):
+def _schema_check_unique_items(at: _SchemaAt, expected: Any) -> None:
+    if expected is not True or not isinstance(at.value, list):
         return
     seen: set[object] = set()
-    for item in value:
+    for item in at.value:
         key = _schema_key(item)
         if key in seen:
-            found.append(
-                SchemaViolation(
-                    path,
-                    "uniqueItems",
-                    f"{_schema_show(value)} has repeated items ({_schema_show(item)} appears more than once)",
-                )
+            at.fail(
+                "uniqueItems",
+                f"{_schema_show(at.value)} has repeated items ({_schema_show(item)} appears more than once)",
             )
             return
         seen.add(key)
 
 
-def _schema_check_min_length(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if isinstance(value, str) and _schema_is_number(expected) and len(value) < expected:
-        found.append(
-            SchemaViolation(
-                path,
-                "minLength",
-                f"{_schema_show(value)} is shorter than the minimum length "
-                f"of {_schema_count(expected, 'character', 'characters')}",
-            )
+def _schema_check_min_length(at: _SchemaAt, expected: Any) -> None:
+    if isinstance(at.value, str) and _schema_is_number(expected) and len(at.value) < expected:
+        at.fail(
+            "minLength",
+            f"{_schema_show(at.value)} is shorter than the minimum length "
+            f"of {_schema_count(expected, 'character', 'characters')}",
         )
 
 
-def _schema_check_max_length(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if isinstance(value, str) and _schema_is_number(expected) and len(value) > expected:
-        found.append(
-            SchemaViolation(
-                path,
-                "maxLength",
-                f"{_schema_show(value)} is longer than the maximum length "
-                f"of {_schema_count(expected, 'character', 'characters')}",
-            )
+def _schema_check_max_length(at: _SchemaAt, expected: Any) -> None:
+    if isinstance(at.value, str) and _schema_is_number(expected) and len(at.value) > expected:
+        at.fail(
+            "maxLength",
+            f"{_schema_show(at.value)} is longer than the maximum length "
+            f"of {_schema_count(expected, 'character', 'characters')}",
         )
 
 
-def _schema_check_pattern(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if isinstance(value, str):
-        regex = run.regex(expected)
-        if regex is not None and not regex.search(value):
-            found.append(
-                SchemaViolation(
-                    path, "pattern", f"{_schema_show(value)} does not match the pattern {_schema_show(expected)}"
-                )
-            )
+def _schema_check_pattern(at: _SchemaAt, expected: Any) -> None:
+    if isinstance(at.value, str):
+        regex = at.run.regex(expected)
+        if regex is not None and not regex.search(at.value):
+            at.fail("pattern", f"{_schema_show(at.value)} does not match the pattern {_schema_show(expected)}")
 
 
-def _schema_check_minimum(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not (_schema_is_number(value) and _schema_is_number(expected)):
+def _schema_check_minimum(at: _SchemaAt, expected: Any) -> None:
+    if not (_schema_is_number(at.value) and _schema_is_number(expected)):
         return
-    if schema.get("exclusiveMinimum") is True:  # draft 4: the minimum itself is excluded
-        if value <= expected:
-            found.append(
-                SchemaViolation(
-                    path,
-                    "minimum",
-                    f"{_schema_show(value)} is less than or equal to the "
-                    f"minimum of {_schema_show(expected)}, which is excluded",
-                )
+    if at.schema.get("exclusiveMinimum") is True:  # draft 4: the minimum itself is excluded
+        if at.value <= expected:
+            at.fail(
+                "minimum",
+                f"{_schema_show(at.value)} is less than or equal to the "
+                f"minimum of {_schema_show(expected)}, which is excluded",
             )
-    elif value < expected:
-        found.append(
-            SchemaViolation(
-                path, "minimum", f"{_schema_show(value)} is less than the minimum of {_schema_show(expected)}"
-            )
-        )
+    elif at.value < expected:
+        at.fail("minimum", f"{_schema_show(at.value)} is less than the minimum of {_schema_show(expected)}")
 
 
-def _schema_check_maximum(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not (_schema_is_number(value) and _schema_is_number(expected)):
+def _schema_check_maximum(at: _SchemaAt, expected: Any) -> None:
+    if not (_schema_is_number(at.value) and _schema_is_number(expected)):
         return
-    if schema.get("exclusiveMaximum") is True:  # draft 4: the maximum itself is excluded
-        if value >= expected:
-            found.append(
-                SchemaViolation(
-                    path,
-                    "maximum",
-                    f"{_schema_show(value)} is greater than or equal to the "
-                    f"maximum of {_schema_show(expected)}, which is excluded",
-                )
+    if at.schema.get("exclusiveMaximum") is True:  # draft 4: the maximum itself is excluded
+        if at.value >= expected:
+            at.fail(
+                "maximum",
+                f"{_schema_show(at.value)} is greater than or equal to the "
+                f"maximum of {_schema_show(expected)}, which is excluded",
             )
-    elif value > expected:
-        found.append(
-            SchemaViolation(
-                path, "maximum", f"{_schema_show(value)} is greater than the maximum of {_schema_show(expected)}"
-            )
+    elif at.value > expected:
+        at.fail("maximum", f"{_schema_show(at.value)} is greater than the maximum of {_schema_show(expected)}")
+
+
+def _schema_check_exclusive_minimum(at: _SchemaAt, expected: Any) -> None:
+    if _schema_is_number(at.value) and _schema_is_number(expected) and at.value <= expected:
+        at.fail(
+            "exclusiveMinimum",
+            f"{_schema_show(at.value)} is not greater than the exclusive minimum of {_schema_show(expected)}",
         )
 
 
-def _schema_check_exclusive_minimum(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if _schema_is_number(value) and _schema_is_number(expected) and value <= expected:
-        found.append(
-            SchemaViolation(
-                path,
-                "exclusiveMinimum",
-                f"{_schema_show(value)} is not greater than the exclusive minimum of {_schema_show(expected)}",
-            )
+def _schema_check_exclusive_maximum(at: _SchemaAt, expected: Any) -> None:
+    if _schema_is_number(at.value) and _schema_is_number(expected) and at.value >= expected:
+        at.fail(
+            "exclusiveMaximum",
+            f"{_schema_show(at.value)} is not less than the exclusive maximum of {_schema_show(expected)}",
         )
 
 
-def _schema_check_exclusive_maximum(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if _schema_is_number(value) and _schema_is_number(expected) and value >= expected:
-        found.append(
-            SchemaViolation(
-                path,
-                "exclusiveMaximum",
-                f"{_schema_show(value)} is not less than the exclusive maximum of {_schema_show(expected)}",
-            )
-        )
-
-
-def _schema_check_multiple_of(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
+def _schema_check_multiple_of(at: _SchemaAt, expected: Any) -> None:
     if (
-        _schema_is_number(value)
+        _schema_is_number(at.value)
         and _schema_is_number(expected)
         and expected > 0
-        and not _schema_is_multiple(value, expected)
+        and not _schema_is_multiple(at.value, expected)
     ):
-        found.append(
-            SchemaViolation(path, "multipleOf", f"{_schema_show(value)} is not a multiple of {_schema_show(expected)}")
-        )
+        at.fail("multipleOf", f"{_schema_show(at.value)} is not a multiple of {_schema_show(expected)}")
 
 
 def _schema_is_multiple(value: int | float, step: int | float) -> bool:
@@ -1382,167 +1126,74 @@ def _schema_is_multiple(value: int | float, step: int | float) -> bool:
         return False
 
 
-def _schema_check_any_of(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
+def _schema_check_any_of(at: _SchemaAt, expected: Any) -> None:
     if not isinstance(expected, list) or not expected:
         return
-    if any(_schema_valid(run, subschema, value, path, nesting) for subschema in expected) or run.fatal is not None:
+    if any(at.valid(subschema, at.value) for subschema in expected) or at.run.fatal is not None:
         return
-    found.append(
-        SchemaViolation(path, "anyOf", f"{_schema_show(value)} is not valid under any of the schemas in 'anyOf'")
-    )
+    at.fail("anyOf", f"{_schema_show(at.value)} is not valid under any of the schemas in 'anyOf'")
 
 
-def _schema_check_one_of(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
+def _schema_check_one_of(at: _SchemaAt, expected: Any) -> None:
     if not isinstance(expected, list) or not expected:
         return
     matching = 0
     for subschema in expected:
-        matching += _schema_valid(run, subschema, value, path, nesting)
-        if matching > 1 or run.fatal is not None:
+        matching += at.valid(subschema, at.value)
+        if matching > 1 or at.run.fatal is not None:
             break
-    if run.fatal is not None:
+    if at.run.fatal is not None:
         return
     if matching == 0:
-        found.append(
-            SchemaViolation(path, "oneOf", f"{_schema_show(value)} is not valid under any of the schemas in 'oneOf'")
-        )
+        at.fail("oneOf", f"{_schema_show(at.value)} is not valid under any of the schemas in 'oneOf'")
     elif matching > 1:
-        found.append(
-            SchemaViolation(
-                path, "oneOf", f"{_schema_show(value)} is valid under more than one of the schemas in 'oneOf'"
-            )
-        )
+        at.fail("oneOf", f"{_schema_show(at.value)} is valid under more than one of the schemas in 'oneOf'")
 
 
-def _schema_check_all_of(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
+def _schema_check_all_of(at: _SchemaAt, expected: Any) -> None:
     if isinstance(expected, list):
         for subschema in expected:
-            _schema_apply(run, subschema, value, path, nesting + 1, found, quick)
-            if _schema_stop(run, found, quick):
+            if at.apply(subschema, at.value):
                 return
 
 
-def _schema_check_not(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if _schema_valid(run, expected, value, path, nesting) and run.fatal is None:
-        found.append(
-            SchemaViolation(
-                path, "not", f"{_schema_show(value)} is valid under the schema in 'not', which it must not be"
-            )
-        )
+def _schema_check_not(at: _SchemaAt, expected: Any) -> None:
+    if at.valid(expected, at.value) and at.run.fatal is None:
+        at.fail("not", f"{_schema_show(at.value)} is valid under the schema in 'not', which it must not be")
 
 
-def _schema_check_if(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    branch = "then" if _schema_valid(run, expected, value, path, nesting) else "else"
-    if branch in schema and run.fatal is None:
-        _schema_apply(run, schema[branch], value, path, nesting + 1, found, quick)
+def _schema_check_if(at: _SchemaAt, expected: Any) -> None:
+    branch = "then" if at.valid(expected, at.value) else "else"
+    if branch in at.schema and at.run.fatal is None:
+        at.apply(at.schema[branch], at.value)
 
 
-def _schema_check_dependent_required(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not isinstance(value, dict) or not isinstance(expected, dict):
+def _schema_check_dependent_required(at: _SchemaAt, expected: Any) -> None:
+    if not isinstance(at.value, dict) or not isinstance(expected, dict):
         return
     for name, needed in expected.items():
-        if name in value and isinstance(needed, list):
+        if name in at.value and isinstance(needed, list):
             for other in needed:
-                if isinstance(other, str) and other not in value:
-                    found.append(
-                        SchemaViolation(
-                            path,
-                            "dependentRequired",
-                            f"property {other!r} is required when {_schema_show(name)} is present",
-                        )
-                    )
-                    if quick:
+                if isinstance(other, str) and other not in at.value:
+                    at.fail("dependentRequired", f"property {other!r} is required when {_schema_show(name)} is present")
+                    if at.quick:
                         return
 
 
-def _schema_check_dependent_schemas(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
-    if not isinstance(value, dict) or not isinstance(expected, dict):
+def _schema_check_dependent_schemas(at: _SchemaAt, expected: Any) -> None:
+    if not isinstance(at.value, dict) or not isinstance(expected, dict):
         return
     for name, subschema in expected.items():
-        if name in value:
-            _schema_apply(run, subschema, value, path, nesting + 1, found, quick)
-            if _schema_stop(run, found, quick):
-                return
+        if name in at.value and at.apply(subschema, at.value):
+            return
 
 
-def _schema_check_ref(
-    run: _SchemaRun,
-    schema: dict[str, object],
-    expected: Any,
-    value: object,
-    path: tuple[str | int, ...],
-    nesting: int,
-    found: list[SchemaViolation],
-    quick: bool,
-) -> None:
+def _schema_check_ref(at: _SchemaAt, expected: Any) -> None:
     # Within one document (no $id below the root, which schema_problem refuses) a $dynamicRef resolves
     # as a $ref does, so both are followed the same way.
-    target = run.target(expected)
+    target = at.run.target(expected)
     if target is not _SCHEMA_NOWHERE:
-        _schema_apply(run, target, value, path, nesting + 1, found, quick)
+        at.apply(target, at.value)
 
 
 _SCHEMA_CHECKS = {

@@ -22,6 +22,7 @@ from typing import Any
 
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
+from .headers import HeaderVariant, call_variants, content_headers
 from .match import (
     NEED,
     ByIdentity,
@@ -30,6 +31,7 @@ from .match import (
     KeyValuesReader,
     Mismatch,
     Step,
+    VariantMatcher,
     _Need,
     match_literal,
     skip_ws,
@@ -40,6 +42,7 @@ from .tolerance import (
     CALL_LIST,
     CALL_SEPARATOR,
     CODE_FENCE,
+    HEADER_WORD,
     MARKER_WHITESPACE,
     MISSING_CLOSER,
     MISSING_OPENER,
@@ -817,6 +820,23 @@ class Stream:
             self._call_start = 0
             self._state = _CALL
             return
+        opening = self._plan.reordered.get(word) if calls is not None else None
+        if opening is not None:
+            # A call header written with its channel part first (headers.py): a call once the part
+            # that names it follows.
+            step = match_literal(buf, 0, opening, final)
+            if step is NEED:
+                return
+            if isinstance(step, int):
+                self._call_form = self._plan.reordered_form(word)
+                self._call_start = 0
+                self._state = _CALL
+                return
+        if word in self._plan.content_headers:
+            # The content wrapper's opener with another channel word the template writes (headers.py).
+            self._warn(deltas, HEADER_WORD, 0)
+            self._consume(len(word))
+            return
         if calls is not None and word and word == self._plan.headless_word:
             # A call's later opening marker without the first (``<function=`` with no ``<tool_call>``).
             self._warn(deltas, MISSING_OPENER, 0)
@@ -1072,6 +1092,8 @@ class Stream:
             alternative = form.alt.match(buf, start, final, memo)
             if not isinstance(alternative, Mismatch):
                 outcome = alternative
+        if isinstance(outcome, Mismatch) and form.variants:
+            outcome = _variant_match(form.variants, buf, start, final, memo, outcome)
         if isinstance(outcome, CallMatch):
             return outcome, outcome.end
         if (isinstance(outcome, Mismatch) or final) and form.may_lack_closer:
@@ -1503,6 +1525,30 @@ class _Plan:
             )
 
         self.whole = _CallForm(calls.call, calls.no_arguments, 0, strict, matcher_of) if calls else None
+        # A call header written as the template's other headers are (headers.py): in the call's own
+        # order, tried where the call is no call as written; channel part first, known by its first
+        # word. Their matchers are made when first needed (most outputs never need them).
+        headers = _SHAPE_HEADERS.get(shape, _headers_of, shape) if calls is not None and not strict else None
+        self._variants, self.content_headers = headers or ((), frozenset())
+        # The first word of a header written channel part first, and the markers up to the name.
+        self.reordered = {v.opening[0].text: v.opening for v in self._variants if v.reordered}
+        self._reordered_forms: dict[str, _CallForm] = {}
+
+        def variant_matcher(variant: HeaderVariant) -> CallMatcher:
+            return VariantMatcher(
+                variant.parts,
+                variant.kinds,
+                tools.schemas,
+                calls.followers if calls else (),
+                call_separator=separator,
+                next_call=opens,
+                strict=strict,
+            )
+
+        self._variant_matcher = variant_matcher
+        if self.whole is not None and self._variants:
+            in_order = tuple(v for v in self._variants if not v.reordered)
+            self.whole.make_variants = lambda: tuple(map(variant_matcher, in_order))
         self.matcher = self.whole.matcher if self.whole else None
         self.alt_matcher = self.whole.alt if self.whole else None
         # A call whose opener is several markers, the later one distinctive (``<tool_call>`` then
@@ -1536,7 +1582,7 @@ class _Plan:
         self.turn_end = turn_end_before_stop(shape)
         self.watch = self._content_markers(shape)
         self.longest = max((len(word) for word in self.watch), default=1)
-        self._watched = words_search(self.watch)
+        self._watched = _words_search(tuple(self.watch))
         self.reasoning_watch: list[str] = []
         # Where a call may start in reasoning: the trigger word, and (not strict) a call's own opener
         # without the section's, and its later opener without its first.
@@ -1545,7 +1591,7 @@ class _Plan:
             call_words += [self.call_opener] if calls.section_open else []
             call_words += [self.headless_word]
         call_words = [word for word in dict.fromkeys(call_words) if word]
-        self.reasoning_calls = words_search(call_words)
+        self.reasoning_calls = _words_search(tuple(call_words))
         if shape.reasoning:
             self.reasoning_watch = [shape.reasoning.close[0].text, *call_words]
         self.reasoning_longest = max((len(word) for word in self.reasoning_watch), default=1)
@@ -1579,6 +1625,17 @@ class _Plan:
         self.waits, self.reasoning_waits, self.waits_longest = _SHAPE_WAITS.get(
             shape, _waits_of, shape, self.watch, self.reasoning_watch, self.after_reasoning_words
         )
+
+    def reordered_form(self, lead: str) -> _CallForm:
+        """The form of a call whose header starts with its channel part ``lead`` (one of ``reordered``)."""
+        form = self._reordered_forms.get(lead)
+        if form is None:
+            matchers = [self._variant_matcher(v) for v in self._variants if v.reordered and v.opening[0].text == lead]
+            # (no closerless form: it would not record the header's tolerance)
+            form = _CallForm(matchers[0].parts, None, 0, True, functools.partial(_only, matchers[0]))
+            form.make_variants = lambda: tuple(matchers[1:])
+            self._reordered_forms[lead] = form
+        return form
 
     @property
     def headless(self) -> _CallForm | None:
@@ -1627,6 +1684,7 @@ class _Plan:
         for literal in (shape.content_open, shape.content_close):
             if literal:
                 watch.append(literal[0].text)
+        watch += [*self.reordered, *self.content_headers]
         if calls is not None and calls.section_close and len(calls.section_close[0].text) > 2:
             # A closer some templates write after content (not a bare "]", which is only JSON syntax).
             watch.append(calls.section_close[0].text)
@@ -1642,7 +1700,7 @@ class _CallForm:
     its closing markers, for a call whose closing text the model left out (those made when first
     needed: a server makes a parser per request, and most outputs never need them)."""
 
-    __slots__ = ("_closerless", "_made", "_matcher_of", "_open_parts", "alt", "matcher")
+    __slots__ = ("_closerless", "_made", "_matcher_of", "_open_parts", "_variants", "alt", "make_variants", "matcher")
 
     def __init__(
         self,
@@ -1661,6 +1719,16 @@ class _CallForm:
         self._open_parts = () if strict else tuple(_less_closing(p) for p in (parts, alt) if p)
         self._made = False
         self._closerless: tuple[CallMatcher, ...] = ()
+        # Forms the template does not write, tried where this one is no call (headers.py), made when
+        # first needed by ``make_variants``.
+        self._variants: tuple[CallMatcher, ...] = ()
+        self.make_variants: Callable[[], tuple[CallMatcher, ...]] | None = None
+
+    @property
+    def variants(self) -> tuple[CallMatcher, ...]:
+        if self.make_variants is not None:
+            self._variants, self.make_variants = self.make_variants(), None
+        return self._variants
 
     @property
     def closerless(self) -> tuple[CallMatcher, ...]:
@@ -1673,6 +1741,26 @@ class _CallForm:
     @property
     def may_lack_closer(self) -> bool:
         return any(self._open_parts)
+
+
+def _only(matcher: CallMatcher, parts: tuple[Part, ...] | None) -> CallMatcher | None:
+    """``matcher`` for a form's parts, none for a form without them (a call form of one matcher)."""
+    return matcher if parts else None
+
+
+def _variant_match(
+    variants: tuple[CallMatcher, ...], buf: str, start: int, final: bool, memo: Memo, mismatch: Mismatch
+) -> CallMatch | _Need | Mismatch:
+    """The first of ``variants`` that reads a call at ``start``, in their order (a stream waits while
+    an earlier one may still, so it reads what a batch parse reads); NEED then, or where the output
+    ends inside one (a call cut short); else ``mismatch``."""
+    cut = False
+    for matcher in variants:
+        got = matcher.match(buf, start, final, memo)
+        if isinstance(got, CallMatch) or got is NEED:
+            return got
+        cut = cut or (final and matcher.match(buf, start, False, memo) is NEED)
+    return NEED if cut else mismatch
 
 
 def _less_closing(parts: tuple[Part, ...]) -> tuple[Part, ...]:
@@ -1854,6 +1942,13 @@ def _first_of(characters: set[str]) -> Callable[..., re.Match[str] | None]:
     return re.compile("[" + "".join(re.escape(c) for c in sorted(characters)) + "]").search
 
 
+@functools.lru_cache(maxsize=256)
+def _words_search(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    """``words_search``, once per set of words (a server makes a parser per request; escaping and
+    joining the words costs more than the rest of a plan's searches)."""
+    return words_search(list(words))
+
+
 def words_search(words: list[str]) -> re.Pattern[str] | None:
     """One search for several words: it finds the leftmost, and of those standing there the longest
     (regex alternatives are tried in order, so the longest come first). None for no words."""
@@ -1963,6 +2058,14 @@ def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
 
 
 _JOINED: ByIdentity[Markers, tuple[str, frozenset[int]]] = ByIdentity()
+_SHAPE_HEADERS: ByIdentity[OutputShape, tuple[tuple[HeaderVariant, ...], frozenset[str]]] = ByIdentity()
+
+
+def _headers_of(shape: OutputShape) -> tuple[tuple[HeaderVariant, ...], frozenset[str]]:
+    """The call header's variants and the content wrapper's other openers (headers.py)."""
+    return call_variants(shape), frozenset(header.text for header in content_headers(shape))
+
+
 _SHAPE_WAITS: ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = ByIdentity()
 
 

@@ -43,6 +43,13 @@ UNOPENED_REASONING = "unopened_reasoning"
 STRAY_REASONING_MARKER = "stray_reasoning_marker"
 # The marker the generation prompt ends with (the assistant header's) written again first.
 REPEATED_PROMPT_MARKER = "repeated_prompt_marker"
+# A header (two marker tokens with words between: a call's ``<|channel|>commentary json<|message|>``, the
+# content wrapper's) with another word between its tokens, one the template writes there in another
+# message's header, or with its first word alone (headers.py).
+HEADER_WORD = "header_word"
+# A call header whose channel part (its first token and word) comes first and the part naming the call
+# after it, as the template's other headers start with that token (headers.py).
+HEADER_ORDER = "header_order"
 
 TOLERANCES = {
     MARKER_WHITESPACE: "whitespace between the parts of a marker the template writes joined",
@@ -58,4 +65,6 @@ TOLERANCES = {
     UNOPENED_REASONING: "a reasoning closer with no opener, where the prompt may have opened the block",
     STRAY_REASONING_MARKER: "a reasoning closer where no block is open, after one closed",
     REPEATED_PROMPT_MARKER: "the marker the generation prompt ends with, written again first",
+    HEADER_WORD: "a header with another word between its markers, one the template writes there, or its first alone",
+    HEADER_ORDER: "a call header's channel part written before the part that names the call",
 }

@@ -7,11 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.golden import GOLDEN
 
 from analyzer import corpus
 from analyzer.analysis import analyze, inspect
 from analyzer.backends.audit import AuditReport, audit, render_text
 from analyzer.evidence import excerpt
+from analyzer.golden import AUDIT_FOLDER
 from analyzer.render import variants as v
 from analyzer.sources import load_template
 
@@ -191,16 +193,21 @@ def test_excerpts_of_real_renders_split_no_marker(corpus_dir: Path, name: str) -
     assert checked > 100
 
 
-def test_audit_runs_on_the_whole_corpus(corpus_dir: Path) -> None:
+def test_audit_of_the_whole_corpus_is_golden(corpus_dir: Path) -> None:
+    """Every template's audit, as its JSON, equals golden/audit/<name>.json (what `golden --update`
+    writes and a reviewer read), and the text form shows every finding with its severity."""
     paths = corpus.corpus_templates(corpus_dir)
     assert len(paths) == 70
     for path in paths:
         template = load_template(str(path))
         description = analyze(template)
         report = audit(description, inspect(template, description))
+        expected = json.loads((GOLDEN / AUDIT_FOLDER / f"{path.stem}.json").read_text(encoding="utf-8"))["audit"]
+        assert report.to_dict() == expected, path.stem
         assert report.findings, path.stem
-        json.dumps(report.to_dict())
-        render_text(report)
+        text = render_text(report)
+        for finding in report.findings:
+            assert f"[{finding.severity}] {finding.message}" in text, (path.stem, finding.code)
 
 
 @pytest.mark.parametrize("name", ["Qwen-Qwen2.5-7B-Instruct"])

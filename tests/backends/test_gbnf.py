@@ -55,7 +55,8 @@ from analyzer.backends.gbnf import (
     text_until,
     to_grammar,
 )
-from analyzer.backends.json_schema_gbnf import PythonRules, Rules, SchemaRules
+from analyzer.backends.gbnf_text import Rules
+from analyzer.backends.json_schema_gbnf import PythonRules, SchemaRules
 from analyzer.backends.parser import Parser
 from analyzer.choices import WHITESPACE_MODES
 from analyzer.description import ArgumentForm, Field, JsonCall, Text

@@ -17,7 +17,7 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,15 @@ from analyzer.evidence import Evidence
 from analyzer.sources import load_template
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(
+_chromium_installed = pytest.mark.skipif(
     CHROMIUM is None, reason="Chromium is not installed (.ci/run installs Debian's package)"
 )
+
+
+def needs_chromium(test: Callable[..., None]) -> Callable[..., None]:
+    """Skipped without Chromium, and end to end (the e2e mark: out of the developer's loop)."""
+    return pytest.mark.e2e(_chromium_installed(test))
+
 
 # Qwen3, Mistral-Nemo, Llama 3.1, Kimi-K2, Gemma 2 (which writes no tool calls) and Llama 3.2 (whose
 # prompt reads the date: its evidence holds the second clock's year).

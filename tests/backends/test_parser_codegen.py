@@ -549,7 +549,7 @@ def test_runtime_is_copied_as_written():
 
     source = generate_parser_module(DESCRIPTIONS[0], TOOLS)
     folder = Path(analyzer.runtime.__file__).parent
-    for module in codegen.RUNTIME_MODULES:
+    for module in codegen.runtime_modules():
         text = (folder / f"{module}.py").read_text(encoding="utf-8")
         imports = [
             node
@@ -560,7 +560,7 @@ def test_runtime_is_copied_as_written():
         kept = [line for number, line in enumerate(text.splitlines(), 1) if number not in dropped]
         assert "\n".join(kept).strip("\n") in source, module
     assert sorted(path.stem for path in folder.glob("*.py") if path.stem != "__init__") == sorted(
-        codegen.RUNTIME_MODULES
+        codegen.runtime_modules()
     )
 
 
@@ -611,7 +611,7 @@ def test_runtime_imports_the_standard_library_only(tmp_path):
     assert message["tool_calls"][0]["function"]["name"] == "get_weather"
     assert [e["kind"] for e in message["errors"]] == ["invalid_arguments"]  # location is required
     assert modules_line == str(
-        sorted(["runtime", *(f"runtime.{m}" for m in codegen.RUNTIME_MODULES if m != "command")])
+        sorted(["runtime", *(f"runtime.{m}" for m in codegen.runtime_modules() if m != "command")])
     )
 
 

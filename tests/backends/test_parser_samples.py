@@ -24,7 +24,6 @@ KNOWN = {
     "('Here are my reasoning steps:') as reasoning; our parser reads the model's output only",
     "LFM2-8B-A1B": "the template never writes tool calls in history (format none)",
     "LFM2.5-Instruct": "the template never writes tool calls in history (format none)",
-    "openai-gpt-oss-120b": "history writes calls in the commentary channel only; the sample uses the analysis channel",
     "meta-llama-Llama-3.1-8B-Instruct": "the sample is a JSON-schema response in a fenced block, not a tool call",
 }
 

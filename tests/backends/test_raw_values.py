@@ -22,7 +22,8 @@ from analyzer.backends.gbnf import to_grammar
 from analyzer.backends.parser import Message, Parser, apply
 from analyzer.description import FormatDescription, KeyValueArguments
 from analyzer.lower import lower
-from analyzer.render.engines import CompiledTemplate, compile_template
+from analyzer.render.engines import compile_template
+from analyzer.render.sandbox import CompiledTemplate
 from analyzer.template import Template
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "python-call-raw-strings.jinja"

@@ -18,7 +18,9 @@ The classes and the tolerance kinds (``analyzer.runtime.tolerance``) a parser ma
 - separators: another separator between calls (";", a newline, nothing), one JSON list of calls where
   the template writes one object per call, and the reverse;
 - reasoning: the opener repeated after the prompt opened the block, a closer with no opener, an empty
-  block before a call.
+  block before a call;
+- headers: a call header written as the template's other headers are (another channel word, the
+  first word alone, the channel part first: ``analysis.runtime.headers``).
 
 Rewrites that write new text (reasoning, a string value) put a canary in it, which the parse must keep.
 """
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.runtime import tolerance
+from analyzer.runtime.headers import call_variants
 from analyzer.runtime.shape import (
     ArgumentShape,
     JsonArgs,
@@ -52,14 +55,15 @@ CANARY = "Qzvk"  # plus a number: letters no template writes, no marker is made 
 # The whitespace a model may write instead of the template's: none, spaces, newlines, a tab, indentation.
 SPACES = ("", " ", "  ", "\n", "\n\n", "\t", "\n    ", " \n", "\r\n")
 
-WHITESPACE, FRAMING, LITERAL, SEPARATORS, REASONING = (
+WHITESPACE, FRAMING, LITERAL, SEPARATORS, REASONING, HEADERS = (
     "whitespace",
     "framing",
     "literal syntax",
     "separators",
     "reasoning",
+    "headers",
 )
-CLASSES = (WHITESPACE, FRAMING, LITERAL, SEPARATORS, REASONING)
+CLASSES = (WHITESPACE, FRAMING, LITERAL, SEPARATORS, REASONING, HEADERS)
 
 
 # --------------------------------------------------------------------------- what the shape says
@@ -639,6 +643,35 @@ def empty_reasoning_before_call(rng: random.Random, text: str, layout: Layout) -
     return _replace(text, at, at, block), []
 
 
+def call_header(rng: random.Random, text: str, layout: Layout) -> Edit | None:
+    """A call's header rewritten in one of the forms ``call_variants`` derives from the shape."""
+    calls = layout.shape.calls
+    variants = call_variants(layout.shape)
+    if calls is None or not variants:
+        return None
+    k = next(i for i, part in enumerate(calls.call) if isinstance(part, Name))
+    head = tuple(part for part in calls.call[:k] if isinstance(part, Marker))
+    tail: list[Marker] = []
+    for part in calls.call[k + 1 :]:
+        if not isinstance(part, Marker):
+            break
+        tail.append(part)
+    found = _occurrences(text, _pattern(head) + r"\s*([\w.\-]+)\s*" + _pattern(tuple(tail)))
+    if not found:
+        return None
+    match, variant = rng.choice(found), rng.choice(variants)
+    name, opener = match.group(1), "".join(marker.text for marker in head)
+    if variant.reordered:
+        lead, closing = variant.parts[0], variant.parts[len(head) + 2]
+        assert isinstance(lead, Marker) and isinstance(closing, Marker)
+        new = lead.text + rng.choice(SPACES[1:3]) + opener + name + closing.lead + closing.text
+    else:
+        lead, closing = variant.parts[k + 1], variant.parts[k + 2]
+        assert isinstance(lead, Marker) and isinstance(closing, Marker)
+        new = opener + name + lead.text + closing.lead + closing.text
+    return _replace(text, match.start(), match.end(), new), []
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -753,5 +786,12 @@ DEVIATIONS: tuple[Deviation, ...] = (
         unopened_reasoning,
     ),
     Deviation("empty reasoning before a call", REASONING, _REASONING, _reasoning, empty_reasoning_before_call),
+    Deviation(
+        "a call header as another header",
+        HEADERS,
+        frozenset({tolerance.HEADER_ORDER, tolerance.HEADER_WORD}),
+        lambda layout: bool(call_variants(layout.shape)),
+        call_header,
+    ),
 )
 BY_NAME = {deviation.name: deviation for deviation in DEVIATIONS}

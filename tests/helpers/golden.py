@@ -14,7 +14,8 @@ from typing import Any
 
 from analyzer.description import Calls, FormatDescription, loads
 from analyzer.render.conversation import thinking_switch_of
-from analyzer.render.engines import CompiledTemplate, compile_mutable, compile_template
+from analyzer.render.engines import compile_mutable, compile_template
+from analyzer.render.sandbox import CompiledTemplate
 from analyzer.render.session import Session
 from analyzer.sources import load_template
 

@@ -20,7 +20,7 @@ from analyzer.description import FormatDescription, Reasoning, ThinkingSwitch
 from analyzer.errors import RenderError
 from analyzer.lower import lower
 from analyzer.render.conversation import put_reasoning
-from analyzer.render.engines import CompiledTemplate
+from analyzer.render.sandbox import CompiledTemplate
 from analyzer.runtime.shape import Marker, OutputShape
 from helpers.golden import Call, assistant_output, compile_for, golden, golden_descriptions, tool_calls
 

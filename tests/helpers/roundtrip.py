@@ -16,7 +16,7 @@ from analyzer.description import Calls, FormatDescription, Reasoning
 from analyzer.errors import RenderError
 from analyzer.lower import lower
 from analyzer.render.conversation import put_reasoning
-from analyzer.render.engines import CompiledTemplate
+from analyzer.render.sandbox import CompiledTemplate
 from analyzer.runtime.shape import JsonCallObject
 from helpers.golden import assistant_output, compile_for, golden_descriptions, tool_calls
 

@@ -1,10 +1,11 @@
 """A local stand-in for llama-server's /completion endpoint (the ``stand_in`` fixture of
-tests/backends/conftest.py): it answers in llama-server's reply shape, batch or streamed, from the
-script a test sets, and records every request. It checks our half of the protocol; it is not a
-llama-server, so it proves nothing about what a real server accepts.
+tests/backends/conftest.py), and its /tokenize (one token per character): it answers in llama-server's
+reply shape, batch or streamed, from the script a test sets, and records every request. It checks our
+half of the protocol; it is not a llama-server, so it proves nothing about what a real server accepts.
 
 ``scripts``, a list of scripts, answers the next requests one each before ``script`` answers the rest;
-``headers`` holds the headers of every request, in the order of ``requests``.
+``headers`` holds the headers of every request, in the order of ``requests``; ``stopping_word`` is
+the stop string the last event names (llama-server's field; set it with a ``"word"`` stop type).
 
 Besides the script, a test can make it misbehave: ``raw`` (bytes written as the whole answer, then
 the connection closed), ``delay`` (seconds before answering) and ``pace`` (seconds between streamed
@@ -45,6 +46,10 @@ class _StandIn(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append((self.path, body))  # type: ignore[attr-defined]
         self.server.headers.append(dict(self.headers))  # type: ignore[attr-defined]
+        if self.path == "/tokenize":  # one token per character, and a BOS with add_special
+            tokens = [1] * (len(body["content"]) + bool(body.get("add_special")))
+            self._send(200, "application/json", json.dumps({"tokens": tokens}))
+            return
         scripts = self.server.scripts  # type: ignore[attr-defined]
         status, content, stop_type = scripts.pop(0) if scripts else self.server.script  # type: ignore[attr-defined]
         with self.server.lock:  # type: ignore[attr-defined]
@@ -89,6 +94,7 @@ class _StandIn(BaseHTTPRequestHandler):
             "tokens_evaluated": 17,
             "tokens_predicted": 9,
             "model": "stand-in",
+            "stopping_word": self.server.stopping_word,  # type: ignore[attr-defined]
         }
         if not body.get("stream"):
             self._send(200, "application/json", json.dumps({**final, "content": content}))
@@ -128,6 +134,7 @@ def serving() -> Iterator[ThreadingHTTPServer]:
     server.requests = []  # type: ignore[attr-defined]
     server.headers = []  # type: ignore[attr-defined]
     server.script = (200, "", "eos")  # type: ignore[attr-defined]
+    server.stopping_word = ""  # type: ignore[attr-defined]
     server.scripts = []  # type: ignore[attr-defined]
     server.raw = None  # type: ignore[attr-defined]
     server.delay = 0.0  # type: ignore[attr-defined]

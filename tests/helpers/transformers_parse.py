@@ -16,7 +16,7 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from analyzer.backends.parser import Parser
 from analyzer.description import FormatDescription
-from analyzer.render.engines import CompiledTemplate
+from analyzer.render.sandbox import CompiledTemplate
 from analyzer.response_check import read_message
 from helpers.roundtrip import TOOLS, USER
 

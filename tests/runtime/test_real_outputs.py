@@ -313,6 +313,55 @@ ROWS = {
         warnings=("repeated_reasoning_opener",),
         strict=(None, _PARIS, ()),
     ),
+    # A call header written as the template writes its other messages' headers (gpt-oss: the channel
+    # words of its content wrapper and reasoning opener, its channel part first).
+    "a call's recipient after its channel, no content type (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        '<|channel|>commentary to=functions.get_weather<|message|>{"location": "Paris"}<|call|>',
+        calls=_PARIS,
+        warnings=("header_order", "header_word"),
+        strict=("<|channel|>commentary", (), ("malformed_call",)),
+    ),
+    "a call's recipient after its channel (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        '<|channel|>commentary to=functions.get_weather json<|message|>{"location": "Paris"}',
+        calls=_PARIS,
+        warnings=("header_order",),
+        strict=("<|channel|>commentary", (), ("malformed_call",)),
+    ),
+    "a call in the analysis channel, after reasoning (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        "<|channel|>analysis<|message|>Let me look.<|end|><|start|>assistant to=functions.get_weather"
+        '<|channel|>analysis<|message|>{"location": "Paris"}',
+        reasoning="Let me look.",
+        calls=_PARIS,
+        warnings=("header_word",),
+        strict=("", (), ("malformed_call",)),
+    ),
+    "a call in the analysis channel, recipient after it (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        '<|channel|>analysis to=functions.get_weather<|message|>{"location": "Paris"}',
+        calls=_PARIS,
+        warnings=("header_order", "header_word"),
+        strict=("<|channel|>analysis", (), ("malformed_call",)),
+    ),
+    "a commentary message with no recipient is content (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        "<|channel|>commentary<|message|>Let me look that up.",
+        content="Let me look that up.",
+        warnings=("header_word",),
+        strict=("<|channel|>commentary<|message|>Let me look that up.", (), ()),
+    ),
+    "the call header as the template writes it (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        ' to=functions.get_weather<|channel|>commentary json<|message|>{"location": "Paris"}<|call|>',
+        calls=_PARIS,
+    ),
+    "a header word that is no channel of the template is no call (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        '<|channel|>commentary to=assistant<|message|>{"location": "Paris"}',
+        content='<|channel|>commentary to=assistant<|message|>{"location": "Paris"}',
+    ),
     "a closer with no opener (Qwen3)": Row(
         "Qwen-Qwen3-0.6B",
         "</think>\n\nHello.",
@@ -395,6 +444,23 @@ def test_a_count_written_as_the_id_is_the_call_id(template: str, output: str, id
     assert [call["id"] for call in batch["tool_calls"]] == ids, batch
 
 
+@pytest.mark.parametrize(
+    "output",
+    [
+        '<|channel|>commentary to=functions.get_weather<|message|>{"location": "Pa',
+        ' to=functions.get_weather<|channel|>analysis<|message|>{"location": "Pa',
+        "<|channel|>commentary to=functions.get_weather",
+    ],
+)
+def test_a_call_header_variant_cut_short_is_reported_with_its_text(output: str) -> None:
+    """A call in a header form the template does not write, cut off by the end of the output: its text
+    is an unterminated call, not content, and not lost (gpt-oss)."""
+    batch, streamed = _read(Parser(golden("openai-gpt-oss-120b"), TOOLS), output)
+    assert streamed == batch
+    assert [(e["kind"], e["text"]) for e in batch["errors"]] == [("unterminated_call", output.lstrip())], batch
+    assert not batch["content"] and "tool_calls" not in batch, batch
+
+
 def test_every_tolerance_has_a_row() -> None:
     from analyzer.runtime.tolerance import TOLERANCES
 
@@ -402,7 +468,7 @@ def test_every_tolerance_has_a_row() -> None:
     assert shown == set(TOLERANCES), set(TOLERANCES) - shown
 
 
-def test_inline_reasoning_leaves_the_block_in_content(tmp_path) -> None:
+def test_inline_reasoning_leaves_the_block_in_content(tmp_path, corpus_dir) -> None:
     """With inline reasoning the block stays in content as written, the opener the prompt wrote first
     (llama-server's --reasoning-format none); the command line and a generated module do the same."""
     from helpers.cli import run
@@ -416,14 +482,10 @@ def test_inline_reasoning_leaves_the_block_in_content(tmp_path) -> None:
     assert batch["content"] == "<think>\nLet me see.\n</think>\n\nHello." and "reasoning_content" not in batch
     module = _imported(generate_parser_module(golden("Qwen3.5-4B"), TOOLS, thinking=True), tmp_path)
     assert module.parse(output, inline_reasoning=True)["content"] == batch["content"]
-    code, out, _ = run(["parse", str(_corpus("Qwen3.5-4B")), "--thinking", "--inline-reasoning"], input=output)
+    code, out, _ = run(
+        ["parse", str(corpus_dir / "Qwen3.5-4B.jinja"), "--thinking", "--inline-reasoning"], input=output
+    )
     assert code == 0 and json.loads(out)["content"] == batch["content"]
-
-
-def _corpus(name: str):
-    from analyzer import corpus
-
-    return corpus.fetch() / f"{name}.jinja"
 
 
 def _imported(source: str, folder):

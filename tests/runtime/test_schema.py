@@ -368,6 +368,9 @@ def _near_arrays(draw: st.DrawFn, schema: dict, root: object, depth: int) -> lis
 # --------------------------------------------------------------------------- 1. verdicts agree with jsonschema
 
 
+# Its bars count the 2000 drawn schemas (the point of it), so the dev profile cannot cut it: slow, out of
+# the developer's loop, as the next test; CI runs both.
+@pytest.mark.slow
 def test_verdicts_and_paths_agree_with_jsonschema() -> None:
     """One drawn schema and value, two comparisons: the verdict always, and for schemas without
     combinators (where "where did it fail" has one answer) the set of failing paths."""
@@ -1330,6 +1333,7 @@ def _same_verdict(schema: object, value: object) -> bool | None:
     return accept(value) == (validate(schema, value) == [])
 
 
+@pytest.mark.slow  # as test_verdicts_and_paths_agree_with_jsonschema: its bars count 2000 drawn schemas
 def test_quick_acceptance_agrees_with_validate_on_drawn_schemas() -> None:
     outcomes: collections.Counter[str] = collections.Counter()
 

@@ -4,12 +4,12 @@ itself waits on, on every corpus format: skipping them delays no delta."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from helpers.golden import compile_for, golden_descriptions
 from helpers.roundtrip import CASES, TOOLS, case_outputs
 
-from analyzer import corpus
 from analyzer.backends.parser import Parser
 from analyzer.runtime import stream
 
@@ -68,7 +68,7 @@ def test_whitespace_alone_gives_no_delta_where_a_stream_leaves_it_for_later(desc
                 assert deltas == [], f"{STATE_NAMES[state]}: {space!r} gives {deltas}"
 
 
-def test_a_call_with_closing_text_is_emitted_as_that_text_arrives() -> None:
+def test_a_call_with_closing_text_is_emitted_as_that_text_arrives(corpus_dir: Path) -> None:
     """A chunk inside a call lets the state machine run only where the call's closing text ends in
     it; where that text's last marker also stands inside the call (after each argument), only where
     the marker before it stands too. Streamed one character at a time, each call of the round-trip
@@ -79,7 +79,7 @@ def test_a_call_with_closing_text_is_emitted_as_that_text_arrives() -> None:
         before, ender = parser._plan.call_ender_after, parser._plan.call_ender
         if not ender:
             continue
-        for case, text in case_outputs(description, compile_for(description, corpus.fetch()), CASES):
+        for case, text in case_outputs(description, compile_for(description, corpus_dir), CASES):
             run, emitted = parser.stream(), 0
             for at, ch in enumerate(text):
                 run.feed(ch)

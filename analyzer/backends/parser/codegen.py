@@ -17,33 +17,43 @@ strict=False, continuing=None)`` with ``feed(chunk)`` and ``finish()`` returning
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from analyzer import __version__
 from analyzer.description import FormatDescription
 from analyzer.errors import CodegenError, InputError
 from analyzer.lower import lower
 from analyzer.runtime.shape import OutputShape, shape_to_dict
+from analyzer.version import __version__
 
 RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
-# In the order a module's top-level statements need the ones before them.
-RUNTIME_MODULES = (
-    "nodes",
-    "call_forms",
-    "shape",
-    "message",
-    "tolerance",
-    "values",
-    "arguments_stream",
-    "schema",
-    "calls",
-    "match",
-    "stream",
-    "command",
-)
+
+
+@functools.cache
+def runtime_modules(folder: Path = RUNTIME) -> tuple[str, ...]:
+    """The runtime's modules (every ``*.py`` of ``folder`` but ``__init__``) in an order in which each
+    comes after the ones its top-level statements import, by name where the imports leave a choice: one
+    namespace holds them all, so a name must be defined before a later module's top level uses it. Read
+    when a module is first generated (parsing the runtime takes about 0.1 s), not when this one is imported."""
+    needs = {path.stem: _relative_imports(path) for path in sorted(folder.glob("*.py")) if path.stem != "__init__"}
+    order: list[str] = []
+    while len(order) < len(needs):
+        ready = [module for module, used in needs.items() if module not in order and used <= set(order)]
+        if not ready:
+            left = sorted(set(needs) - set(order))
+            raise CodegenError(f"{folder}: these runtime modules import each other in a cycle: {', '.join(left)}")
+        order.append(ready[0])
+    return tuple(order)
+
+
+def _relative_imports(path: Path) -> set[str]:
+    """The runtime modules ``path``'s top-level statements import (``from .x import ...``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+
 
 _API = '''
 
@@ -96,7 +106,7 @@ def runtime_source() -> str:
     """The runtime's modules one after another, as written, less their relative and future imports."""
     pieces: list[str] = []
     defined: dict[str, str] = {}
-    for module in RUNTIME_MODULES:
+    for module in runtime_modules():
         path = RUNTIME / f"{module}.py"
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text)
@@ -166,4 +176,4 @@ def generate_parser_module(
     return header + runtime_source() + "\n" + api
 
 
-__all__ = ["RUNTIME_MODULES", "generate_parser_module", "runtime_source"]
+__all__ = ["generate_parser_module", "runtime_modules", "runtime_source"]

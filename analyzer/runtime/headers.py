@@ -1,0 +1,146 @@
+"""The other ways a model writes a call's header, read off the shape's own headers.
+
+Some templates write a call as a message header: a marker token, a word (the channel), maybe more
+words, a second token, then the arguments (``to=functions.NAME<|channel|>commentary json<|message|>``),
+and they write the same two tokens with one word between them for their other messages (the content
+wrapper ``<|channel|>final<|message|>``, the reasoning opener ``<|channel|>analysis<|message|>``). A
+model trained on such headers writes them as it writes its other messages' headers:
+
+- with another of the words the template writes between the two tokens, or the first word alone
+  (``<|channel|>analysis<|message|>`` after the name; tolerance ``header_word``);
+- and, where the template's other headers start with the first token, with that channel part first
+  and the part that names the call after it (``<|channel|>commentary to=functions.NAME<|message|>``;
+  tolerance ``header_order``).
+
+Every variant is made of the template's own texts: nothing here is keyed on a template or a token's
+spelling, and a shape whose headers do not have this form has no variants.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .shape import JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, Name, OutputShape, Part
+from .tolerance import HEADER_ORDER, HEADER_WORD
+
+# A marker token: bracketed, no whitespace or nested bracket inside (``<|channel|>``, ``[SEP]``).
+_HEADER_TOKEN = r"<[^<>\s]+>|\[[^\[\]\s]+\]"
+_HEADER_WORD_TEXT = r"[^\s<>\[\]{}\"']+"
+# Two tokens with words between them, the whole text.
+_HEADER_FORM = re.compile(
+    rf"({_HEADER_TOKEN})[ \t]*({_HEADER_WORD_TEXT}(?:[ \t]+{_HEADER_WORD_TEXT})*)[ \t]*({_HEADER_TOKEN})"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderVariant:
+    """A call form the template does not write: ``parts`` and the tolerances reading it applies.
+    ``reordered``: it starts with the channel part (``first``), not with the call's own opener."""
+
+    parts: tuple[Part, ...]
+    kinds: tuple[str, ...]
+    reordered: bool
+    opening: Markers  # the markers up to the name: a call in this form is known by them
+
+
+@dataclass(frozen=True, slots=True)
+class ContentHeader:
+    """The content wrapper's opener with another channel word the template writes (``<|channel|>
+    commentary<|message|>`` for ``<|channel|>final<|message|>``), which is read as that opener."""
+
+    text: str
+
+
+def _header_text(markers: Markers) -> str:
+    return "".join(marker.written for marker in markers).strip()
+
+
+def _channel_words(shape: OutputShape, first: str, second: str) -> list[str]:
+    """The first words the template writes between the tokens ``first`` and ``second`` in the
+    headers of its other messages (the content wrapper, the reasoning opener)."""
+    words: list[str] = []
+    for literal in (shape.content_open, shape.reasoning.open if shape.reasoning else ()):
+        m = _HEADER_FORM.fullmatch(_header_text(literal)) if literal else None
+        if m and m.group(1) == first and m.group(3) == second:
+            words.append(m.group(2).split()[0])
+    return words
+
+
+def _call_header(parts: tuple[Part, ...]) -> tuple[int, int] | None:
+    """Where the markers between a call's name and its arguments are: (first, end), when all that
+    stands there is markers; None otherwise."""
+    names = [k for k, part in enumerate(parts) if isinstance(part, Name)]
+    if len(names) != 1:
+        return None
+    start = names[0] + 1
+    end = start
+    while end < len(parts) and isinstance(parts[end], Marker):
+        end += 1
+    if end == start or end == len(parts):
+        return None
+    if not isinstance(parts[end], JsonArgs | KeyValueArgs | JsonCallObject):
+        return None
+    if not all(isinstance(part, Marker) for part in parts[: names[0]]) or names[0] == 0:
+        return None  # the name's own segment: the markers before it, then the name
+    return start, end
+
+
+def call_variants(shape: OutputShape) -> tuple[HeaderVariant, ...]:
+    """The call forms a model writes with its header as the template's other headers are written, each
+    with its tolerances; () where the shape's call header is not of that form."""
+    calls = shape.calls
+    if calls is None or calls.section_open:
+        return ()
+    parts = calls.call
+    where = _call_header(parts)
+    if where is None:
+        return ()
+    start, end = where
+    tail = parts[start:end]
+    m = _HEADER_FORM.fullmatch(_header_text(_markers_of(tail)))
+    if m is None:
+        return ()
+    first, words, second = m.group(1), m.group(2).split(), m.group(3)
+    others = _channel_words(shape, first, second)
+    if not others:
+        return ()  # no other header of the template writes the two tokens with a word between
+    head, name, after = parts[: start - 1], parts[start - 1], parts[end:]
+    assert all(isinstance(part, Marker) for part in head)
+    found: list[HeaderVariant] = []
+    for channel in dict.fromkeys((words[0], *others)):
+        for rest in dict.fromkeys((" ".join(words[1:]), "")):
+            changed = channel != words[0] or rest != " ".join(words[1:])
+            lead = Marker(first + channel, trail=" ")
+            closing = Marker(rest + second, lead=" ") if rest else Marker(second)
+            if changed:
+                found.append(
+                    HeaderVariant((*head, name, lead, closing, *after), (HEADER_WORD,), False, _markers_of(head))
+                )
+            kinds = (HEADER_ORDER, HEADER_WORD) if changed else (HEADER_ORDER,)
+            found.append(HeaderVariant((lead, *head, name, closing, *after), kinds, True, (lead, *_markers_of(head))))
+    return tuple(found)
+
+
+def _markers_of(parts: tuple[Part, ...]) -> Markers:
+    return tuple(part for part in parts if isinstance(part, Marker))
+
+
+def content_headers(shape: OutputShape) -> tuple[ContentHeader, ...]:
+    """The content wrapper's opener with each other channel word the call header writes, where the
+    wrapper is a header of the call header's two tokens (and no other message's opener is so written)."""
+    calls = shape.calls
+    if calls is None or len(shape.content_open) != 1:
+        return ()
+    wrapper = _HEADER_FORM.fullmatch(_header_text(shape.content_open))
+    where = _call_header(calls.call)
+    if wrapper is None or where is None or len(wrapper.group(2).split()) != 1:
+        return ()
+    call = _HEADER_FORM.fullmatch(_header_text(_markers_of(calls.call[where[0] : where[1]])))
+    if call is None or (call.group(1), call.group(3)) != (wrapper.group(1), wrapper.group(3)):
+        return ()
+    taken = set(_channel_words(shape, wrapper.group(1), wrapper.group(3)))
+    channel = call.group(2).split()[0]
+    if channel in taken:
+        return ()
+    return (ContentHeader(wrapper.group(1) + channel + wrapper.group(3)),)
