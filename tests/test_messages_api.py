@@ -359,8 +359,8 @@ def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str,
 def test_arguments_in_any_number_of_fragments_make_one_input_json(
     analysed: dict[str, tuple[Any, Any]], pieces: int
 ) -> None:
-    """The translator does not care how the chat stream cuts a call's arguments (today one delta at the
-    end of the call; incrementally when the stream sends them as they arrive)."""
+    """The translator does not care how the chat stream cuts a call's arguments (the stream sends them
+    as they arrive: one delta or many, as the text came)."""
     template, description = analysed[QWEN3]
     completion = prepare(template, description, ChatRequest(ASKED, [WEATHER_FUNCTION]))
     writer = MessageEvents("m", (), ChunkStream("stand-in", completion))
