@@ -564,6 +564,19 @@ def _id_written_after(parts: tuple[Part, ...]) -> bool:
     return any(isinstance(p, CallId) or (isinstance(p, Index) and p.id_prefix is not None) for p in parts)
 
 
+# A name json.dumps writes between quotes as it is.
+_PLAIN_WORD = re.compile(r"[\w.:/-]*", re.ASCII)
+
+
+@functools.lru_cache(maxsize=256)
+def _call_object_heads(layout: JsonCall) -> tuple[str, str] | None:
+    """How a re-encoding writes a streamable call object up to its name, and from the name to its
+    arguments (``{"name": `` and ``, "arguments": ``); None for other layouts."""
+    if not _streamable_layout(layout):
+        return None
+    return f"{{{json_text(layout.name_path[0])}: ", f", {json_text(layout.arguments_path[0])}: "
+
+
 def _streamable_layout(layout: JsonCall) -> bool:
     """A call object whose arguments a stream may send early: the name and the arguments object at
     its top, and no id or count to read."""
@@ -633,10 +646,12 @@ def _arguments_as_written(text: str, i: int, layout: JsonCall, call: Any, argume
     # Mostly the model writes the object as a re-encoding would, the name first: then the arguments
     # are where that puts them, and are that text, told without scanning (a JSON object ends where it
     # closes: the value there is this text).
-    with contextlib.suppress(ValueError, TypeError):
-        if _streamable_layout(layout) and isinstance(call, dict) and isinstance(call.get(layout.name_path[0]), str):
-            name_key, arguments_key = layout.name_path[0], layout.arguments_path[0]
-            head = f"{{{json_text(name_key)}: {json_text(call.get(name_key))}, {json_text(arguments_key)}: "
+    with contextlib.suppress(ValueError):  # (json_text refuses NaN and infinities)
+        keys = _call_object_heads(layout)
+        name = call.get(layout.name_path[0]) if keys and isinstance(call, dict) else None
+        if keys and isinstance(name, str):
+            quoted = f'"{name}"' if _PLAIN_WORD.fullmatch(name) else json_text(name)
+            head = keys[0] + quoted + keys[1]
             if text.startswith(head, i) and text.startswith(encoded := json_text(arguments), i + len(head)):
                 return encoded
     found = _call_object_arguments(text, i, layout, memo)
