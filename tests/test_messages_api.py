@@ -326,19 +326,29 @@ def test_text_the_parser_could_not_read_is_kept_in_errors(
     analysed: dict[str, tuple[Any, Any]], stand_in: ThreadingHTTPServer, stream: bool
 ) -> None:
     """As on the chat endpoint, where no block can hold it: on the message, or on the stream's
-    message_delta."""
+    message_delta. The call's beginning was streamed as it arrived (its name once its arguments
+    opened), so it stays as sent, streamed or not, and the error names it (call_index)."""
     cut = 'Sure.<tool_call>\n{"name": "get_weather", "arguments": {"city": \n</tool_call>'
     stand_in.script = (200, cut, "eos")  # type: ignore[attr-defined]
     with _serving(analysed, QWEN, stand_in) as base:
         response = _post(base, _asked(stream=stream))
     if stream:
-        (ending,) = [data for name, data in _sse(response) if name == "message_delta"]
-        errors, content = ending["errors"], _fold(_sse(response))["content"]
+        events = _sse(response)
+        (ending,) = [data for name, data in events if name == "message_delta"]
+        # (folded without reading the tool's input: what was sent of it is JSON cut short)
+        errors, content = (
+            ending["errors"],
+            _fold([(n, d) for n, d in events if n != "content_block_delta" or d["index"] == 0])["content"],
+        )
+        partial = "".join(d["delta"].get("partial_json", "") for n, d in events if n == "content_block_delta")
+        assert partial == '{"city": '
     else:
         errors, content = response.json()["errors"], response.json()["content"]
-    assert content == [{"type": "text", "text": "Sure."}]
+    assert content[0] == {"type": "text", "text": "Sure."}
+    assert [(block["type"], block["name"]) for block in content[1:]] == [("tool_use", "get_weather")]
     ((error),) = errors
     assert error["kind"] == "unterminated_call" and error["text"].startswith("<tool_call>")
+    assert error["call_index"] == 0
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -349,8 +359,8 @@ def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str,
 def test_arguments_in_any_number_of_fragments_make_one_input_json(
     analysed: dict[str, tuple[Any, Any]], pieces: int
 ) -> None:
-    """The translator does not care how the chat stream cuts a call's arguments (today one delta at the
-    end of the call; incrementally when the stream sends them as they arrive)."""
+    """The translator does not care how the chat stream cuts a call's arguments (the stream sends them
+    as they arrive: one delta or many, as the text came)."""
     template, description = analysed[QWEN3]
     completion = prepare(template, description, ChatRequest(ASKED, [WEATHER_FUNCTION]))
     writer = MessageEvents("m", (), ChunkStream("stand-in", completion))

@@ -928,3 +928,56 @@ def test_the_start_up_line_says_how_calls_are_written(description_format, tool_f
 
     assert tool_calls_label(description_format, tool_format) == label
     assert "none tool calls" not in tool_calls_label(description_format, tool_format)
+
+
+# --------------------------------------------------------------------------- arguments streamed as they arrive
+
+WRITE_FILE: Any = {
+    "type": "function",
+    "function": {
+        "name": "write_file",
+        "description": "Write a file",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+    },
+}
+FILE_TEXT = "".join(f'line {k}: "quoted", x=[{k}] & <b>\n' for k in range(1, 30))
+WRITE_CALL = (
+    "<tool_call>\n"
+    + json.dumps({"name": "write_file", "arguments": {"path": "a.txt", "content": FILE_TEXT}}, ensure_ascii=False)
+    + "\n</tool_call>"
+)
+
+
+# Qwen3-Coder writes arguments one by one: they stream as the JSON built as values arrive.
+CODER_CALL = (
+    "<tool_call>\n<function=write_file>\n<parameter=path>\na.txt\n</parameter>\n"
+    f"<parameter=content>\n{FILE_TEXT}\n</parameter>\n</function>\n</tool_call>"
+)
+
+
+@pytest.mark.parametrize(("name", "text"), [("Qwen-Qwen3-0.6B", WRITE_CALL), ("Qwen3-Coder", CODER_CALL)])
+def test_a_long_string_argument_arrives_in_several_argument_chunks(
+    corpus_dir: Path, stand_in: ThreadingHTTPServer, name: str, text: str
+) -> None:
+    """A coding agent writing a file sees its text as it comes: the first chunk of the call carries its
+    id, type and name; then argument fragments, concatenated equal to the unstreamed arguments."""
+    stand_in.script = (200, text, "eos")  # type: ignore[attr-defined]
+    asked: Any = [{"role": "user", "content": "Write a.txt"}]
+    with _serving(corpus_dir, name, stand_in) as (base, _, _):
+        client = _client(base)
+        whole = client.chat.completions.create(model="m", messages=asked, tools=[WRITE_FILE])
+        (call,) = whole.choices[0].message.tool_calls or []
+        calls = []
+        for chunk in client.chat.completions.create(model="m", messages=asked, tools=[WRITE_FILE], stream=True):
+            calls += [c for c in (chunk.choices[0].delta.tool_calls or [] if chunk.choices else [])]
+    assert calls[0].id and calls[0].type == "function" and calls[0].function
+    assert calls[0].function.name == "write_file" and not calls[0].function.arguments
+    fragments = [c.function.arguments for c in calls[1:] if c.function and c.function.arguments]
+    assert all(c.index == 0 and c.id is None for c in calls[1:])
+    assert len(fragments) > 100, len(fragments)  # one character at a time from the stand-in
+    assert "".join(fragments) == call.function.arguments
+    assert json.loads(call.function.arguments) == {"path": "a.txt", "content": FILE_TEXT}

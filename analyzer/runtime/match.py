@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .call_forms import JsonCall
 from .shape import (
     ArgKey,
@@ -48,6 +49,8 @@ from .values import (
     decode,
     decode_notation,
     decode_syntax,
+    finite,
+    json_text,
     python_literal,
     read_arguments,
     strict_object,
@@ -128,6 +131,11 @@ class CallMatch:
     name_at: int = -1  # where the name starts in the text
 
 
+_BRACE = re.compile(r"\{")
+_UNKNOWN_GATE = re.compile("")  # (not worked out yet)
+_NAME_ENDS = re.compile(r"[^\w-]")
+
+
 class CallMatcher:
     """Matches the parts of one call; ``tools`` maps declared names to their parameter schemas."""
 
@@ -163,6 +171,11 @@ class CallMatcher:
             for part in parts
             if isinstance(part, KeyValueArgs)
         }
+        self._reader_gates: dict[
+            int,
+            tuple[tuple[re.Pattern[str], int] | None, tuple[re.Pattern[str], int] | None, re.Pattern[str] | None],
+        ] = {}
+        self._arguments_gate: re.Pattern[str] | None = _UNKNOWN_GATE
         # Each part with its matcher and the text that may follow it, read off the parts once.
         self._steps = tuple((_HANDLERS.get(type(part)), part, self._following_text(k)) for k, part in enumerate(parts))
 
@@ -183,6 +196,98 @@ class CallMatcher:
             i = step
         result.end = i
         return result
+
+    def arguments_gate(self) -> re.Pattern[str] | None:
+        """The characters one of which ends the text before the call's arguments (``arguments_start``
+        finds them only once one came): the brace JSON arguments open with, the last character of the
+        marker before key/value arguments, what ends a name before them; None where it may be any."""
+        if self._arguments_gate is _UNKNOWN_GATE:
+            gate: re.Pattern[str] | None = None
+            for k, part in enumerate(self.parts):
+                if isinstance(part, (JsonArgs, JsonCallObject)):
+                    gate = _BRACE
+                    break
+                if isinstance(part, KeyValueArgs):
+                    before = self.parts[k - 1] if k else None
+                    if isinstance(before, Marker) and not before.text and k > 1:
+                        before = self.parts[k - 2]  # (whitespace alone: read along with what is before it)
+                    if isinstance(before, Marker) and before.text:
+                        gate = _final_characters([before.text])
+                    elif isinstance(before, Name):
+                        gate = _NAME_ENDS  # a name is over at the first character no name goes on with
+                    break
+            self._arguments_gate = gate
+        return self._arguments_gate
+
+    def arguments_start(
+        self, text: str, start: int, memo: Memo
+    ) -> tuple[CallMatch, JsonArgumentsReader | KeyValuesReader, int] | _Need | None:
+        """While the call at ``start`` is still arriving: what its parts before its arguments read (the
+        name, an id), a reader of the arguments as they arrive, and where they start, once they have;
+        NEED before then; None when this call's arguments cannot be sent early (a JSON string, not an
+        object, or an id written after them)."""
+        result = CallMatch(start)
+        i = start
+        for k, (handler, part, following) in enumerate(self._steps):
+            if isinstance(part, JsonArgs):
+                if part.encoding == "string" or (part.encoding == "python" and self.strict):
+                    return None  # arguments decoded from a string are sent with the call
+                if _id_written_after(self.parts[k + 1 :]):
+                    return None
+                j = skip_ws(text, i)
+                if j == len(text):
+                    return NEED
+                return (result, JsonArgumentsReader(j), j) if text[j] == "{" else None
+            if isinstance(part, JsonCallObject):
+                found = _call_object_arguments(text, skip_ws(text, i), part.layout, memo)
+                if isinstance(found, tuple):
+                    result.name = found[0]
+                    return result, JsonArgumentsReader(found[1]), found[1]
+                return found
+            if isinstance(part, KeyValueArgs):
+                if _id_written_after(self.parts[k + 1 :]):
+                    return None
+                return result, KeyValuesReader(self, part, following, result.name, i), i
+            if handler is None:
+                return None
+            step = handler(self, part, text, i, False, result, following, memo)
+            if not isinstance(step, int):
+                return NEED if step is NEED else None
+            i = step
+        return None
+
+    def reader_gates(
+        self, part: KeyValueArgs, tails: tuple[str, ...]
+    ) -> tuple[tuple[re.Pattern[str], int] | None, tuple[re.Pattern[str], int] | None, re.Pattern[str] | None]:
+        """For ``KeyValuesReader``: what must have come for an argument of ``part`` to read whole (its
+        last marker, the separator or what follows the arguments, and where a form ends with its
+        value, the first character of those and of what may follow the call, quotes, brackets and
+        whitespace; an argument whole only once more text came is read at the next of those: a
+        little later, never otherwise); what must have come for the markers before a value to read
+        (the last of them; None where a value follows no marker); and the last characters of both,
+        one of which a chunk that may change anything holds."""
+        gates = self._reader_gates.get(id(part))
+        if gates is None:
+            groups = self._form_groups[id(part)]
+            # A form read whole ends with its last marker; whether its value ended there may turn on
+            # what follows (a separator, the arguments' end, the call's end).
+            ends = [_marker_text(g.parts[-1]) for g in groups if g.parts]
+            after = [m.text for m in part.separator] + list(tails) + [self.call_separator]
+            ends += after
+            if any(not g.parts or not _is_marker(g.parts[-1]) for g in groups):
+                # A form ends with its value: its end is what follows (its first character), the end
+                # of a quoted or bracketed value, or whitespace.
+                ends += [w.strip()[:1] for w in (*after, *self.closers, *self.next_call) if w.strip()]
+                ends += [*part.string_quotes, *part.string_wrapper, '"', "'", "}", "]", " ", "\n", "\t", "\r"]
+            # The markers before a value read once the last of them is whole.
+            opens = [_marker_text(g.parts[g.value_at - 1]) for g in groups if g.value_at >= 1]
+            opens_otherwise = any(g.value_at < 1 or not _is_marker(g.parts[g.value_at - 1]) for g in groups)
+            gates = self._reader_gates[id(part)] = (
+                _any_word(ends),
+                None if opens_otherwise else _any_word(opens),
+                None if opens_otherwise else _final_characters(ends + opens),
+            )
+        return gates
 
     def _following_text(self, k: int) -> tuple[str, ...]:
         for part in self.parts[k + 1 :]:
@@ -342,7 +447,11 @@ class CallMatcher:
                     return problem
             return end
         problem = self._call_object(call, part.layout, result, i)
-        return end if problem is None else problem
+        if problem is not None:
+            return problem
+        # (read alike however the object was decoded: a stream's memo decides which way)
+        result.arguments_text = _arguments_as_written(text, i, part.layout, call, result.arguments, memo)
+        return end
 
     def _call_object(self, call: Any, layout: JsonCall, result: CallMatch, i: int) -> Mismatch | None:
         """Read one decoded call object into ``result``; the Mismatch when it is none."""
@@ -448,6 +557,478 @@ class CallMatcher:
                     i = after
         result.arguments = arguments
         return i
+
+
+def _id_written_after(parts: tuple[Part, ...]) -> bool:
+    """Whether the call's id is written among ``parts`` (it must be known before the call is sent)."""
+    return any(isinstance(p, CallId) or (isinstance(p, Index) and p.id_prefix is not None) for p in parts)
+
+
+# A name json.dumps writes between quotes as it is.
+_PLAIN_WORD = re.compile(r"[\w.:/-]*", re.ASCII)
+
+
+@functools.lru_cache(maxsize=256)
+def _call_object_heads(layout: JsonCall) -> tuple[str, str] | None:
+    """How a re-encoding writes a streamable call object up to its name, and from the name to its
+    arguments (``{"name": `` and ``, "arguments": ``); None for other layouts."""
+    if not _streamable_layout(layout):
+        return None
+    return f"{{{json_text(layout.name_path[0])}: ", f", {json_text(layout.arguments_path[0])}: "
+
+
+def _streamable_layout(layout: JsonCall) -> bool:
+    """A call object whose arguments a stream may send early: the name and the arguments object at
+    its top, and no id or count to read."""
+    return not (
+        layout.name_is_key
+        or len(layout.name_path) != 1
+        or len(layout.arguments_path) != 1
+        or layout.arguments_encoding != "object"
+        or layout.id_path is not None
+        or layout.index_path is not None
+    )
+
+
+def _call_object_arguments(text: str, i: int, layout: JsonCall, memo: Memo) -> tuple[str, int] | _Need | None:
+    """In a call object still arriving at ``i``: its name, and where its arguments object opens, once
+    both were written (the name first); NEED before then; None when the object is laid out otherwise
+    (the name a key, nested paths, an id or count to read, arguments as a string)."""
+    if not _streamable_layout(layout):
+        return None
+    if i >= len(text):
+        return NEED
+    if text[i] != "{":
+        return None
+    name: str | None = None
+    k = i + 1
+    while True:
+        k = skip_ws(text, k)
+        if k == len(text):
+            return NEED
+        key_end = value_end(text, k, memo) if text[k] == '"' else INVALID
+        if key_end == INCOMPLETE:
+            return NEED
+        key = _json_string(text[k:key_end]) if key_end >= 0 else None
+        if key is None:
+            return None
+        k = skip_ws(text, key_end)
+        if k == len(text):
+            return NEED
+        if text[k] != ":":
+            return None
+        value_at = skip_ws(text, k + 1)
+        if value_at == len(text):
+            return NEED
+        if key == layout.arguments_path[0]:
+            return (name, value_at) if name is not None and text[value_at] == "{" else None
+        end = value_end(text, value_at, memo)
+        if end == INCOMPLETE:
+            return NEED
+        if end < 0:
+            return None
+        if key == layout.name_path[0]:
+            name = _json_string(text[value_at:end])
+            if name is None:
+                return None
+        k = skip_ws(text, end)
+        if k == len(text):
+            return NEED
+        if text[k] != ",":
+            return None
+        k += 1
+
+
+def _arguments_as_written(text: str, i: int, layout: JsonCall, call: Any, arguments: Any, memo: Memo) -> str:
+    """The arguments of a strict JSON call object at ``i`` (decoded: ``call``) as the model wrote
+    them, where a stream could send them early (see ``_call_object_arguments``), so that what it sent
+    is their beginning; "" elsewhere (they are re-encoded)."""
+    # Mostly the model writes the object as a re-encoding would, the name first: then the arguments
+    # are where that puts them, and are that text, told without scanning (a JSON object ends where it
+    # closes: the value there is this text).
+    with contextlib.suppress(ValueError):  # (json_text refuses NaN and infinities)
+        keys = _call_object_heads(layout)
+        name = call.get(layout.name_path[0]) if keys and isinstance(call, dict) else None
+        if keys and isinstance(name, str):
+            quoted = f'"{name}"' if _PLAIN_WORD.fullmatch(name) else json_text(name)
+            head = keys[0] + quoted + keys[1]
+            if text.startswith(head, i) and text.startswith(encoded := json_text(arguments), i + len(head)):
+                return encoded
+    found = _call_object_arguments(text, i, layout, memo)
+    if not isinstance(found, tuple):
+        return ""
+    end = value_end(text, found[1], memo)
+    written = text[found[1] : end] if end > found[1] else ""
+    if not written or not strict_object(written):
+        return ""
+    # The object may hold the arguments key twice: the text kept must be the one that was read.
+    return written if json.loads(written) == arguments else ""
+
+
+def _json_string(written: str) -> str | None:
+    """The text of a strict JSON string, else None."""
+    try:
+        value = json.loads(written)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+class KeyValuesReader:
+    """Arguments written one by one, as they arrive, encoded as the JSON object a call's arguments
+    become (``json_text``): each argument once the matcher reads it whole (as ``key_values`` does,
+    form by form), and a string argument written as is before a closing marker as its text comes,
+    less what may yet be that marker, and less trailing whitespace (the template's own is trimmed).
+    ``more`` returns the text that became certain; nothing more is sent past a point of doubt (a
+    key written twice: the object keeps one value), and the closing brace comes with the call.
+
+    A stream calls ``more`` at every chunk, so each call does only what the new text may change: an
+    argument is matched again only once a character that may end one of its forms arrived (the last
+    character of a marker), a string's beginning is read once, and its text is scanned and encoded
+    from where the last call stopped."""
+
+    def __init__(self, matcher: CallMatcher, part: KeyValueArgs, following: Texts, name: str, start: int) -> None:
+        self.matcher, self.part, self.following = matcher, part, following
+        schema = matcher.tools.get(name, {})
+        properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        self.properties: dict[str, Any] = properties if isinstance(properties, dict) else {}
+        self.groups = matcher._form_groups[id(part)]
+        self.tails = tuple(tail for tail in following if tail)
+        self._end_gate, self._open_gate, self._idle_gate = matcher.reader_gates(part, self.tails)
+        self.at = start  # where the next argument (or the separator before it) starts
+        self.count = 0  # arguments sent whole
+        self.keys: set[str] = set()
+        self.scan = -1  # in a string argument arriving: where its closing marker is looked for next
+        self.done = False
+        self._stalled = -1  # the limit the last look stopped at, with nothing more to read before it
+        self._new_argument()
+
+    def _new_argument(self) -> None:
+        self._sent: list[str] = []  # what was sent of the argument still arriving
+        self._tried = -1  # how far the text was when the argument was last matched in vain
+        self._open_tried = -1  # and when its beginning was last read in vain
+        # A string argument arriving: (where it was looked for, key, its form, where its value starts),
+        # once its beginning is read; its stops; where its text starts and how far it was sent.
+        self._opened_at: tuple[int, str, FormGroup, int] | None = None
+        self._stops: tuple[str, ...] = ()
+        self._longest_stop = 0
+        self._cut = -1  # where the first of its stops stands, once seen
+        self._cut_scan = -1  # where that stop is looked for next
+        self._body = -1  # where its text starts (past the template's leading whitespace), once known
+        self._body_sent = -1  # how far its text was sent
+        self._unsettled = False  # its beginning may yet read as another form's too
+        self._lost = False  # and then did
+
+    def writes_any(self, words: list[str]) -> bool:
+        """Whether the argument forms write one of ``words`` (a call's closing text, where a malformed
+        call is cut): a stream would stop at once, and where it stops would turn on the chunking."""
+        texts = [m.text for g in self.groups for m in g.parts if isinstance(m, Marker)]
+        texts += [m.text for m in self.part.separator]
+        return any(word and word in text for word in words for text in texts)
+
+    def stalled(self, limit: int) -> bool:
+        """Whether ``more`` would find nothing new unless the stream lets it read past ``limit``: it
+        stopped there, between arguments (the text held back may close the call)."""
+        return self._stalled == limit
+
+    def more(self, text: str, limit: int, memo: Memo, force: bool = False) -> str:
+        """What became certain; ``force``: with no shortcut (the call's last look, as a batch parse's)."""
+        self._stalled = -1
+        out = []
+        while not self.done:
+            piece = self._next(text, limit, memo, force)
+            if piece is None:
+                break
+            out.append(piece)
+        return "".join(out)
+
+    def plain(self, text: str, chunk: str, spaces: bool = True) -> str | None:
+        """``chunk``, just added to the end of ``text``, where it is certain as it stands: the middle
+        of a string value sent up to the chunk, and nothing in it that may start the value's stops,
+        be trailing whitespace or need an escape (the caller has made sure it starts no text that
+        may close the call; ``spaces``: and no such text starts with whitespace); else None, and
+        ``more`` reads it. (What ``more`` would send.)"""
+        if self._cut >= 0 or self._lost or self._unsettled or self.done or not self._sent:
+            return None
+        plain = self._plain
+        if plain is None or self._opened_at is None:
+            return None
+        at = len(text) - len(chunk)
+        held = text[self._body_sent :]
+        if self._body_sent == at or (spaces and self._spaces_plain and held[: at - self._body_sent].isspace()):
+            # Plain text, after nothing held back or after whitespace held back as it might have been
+            # trailing (it is not: text follows it).
+            m = plain.match(text, at)
+            if m is not None and m.end() == len(text):
+                new = chunk if self._body_sent == at else json_text(held)[1:-1]
+                self._body_sent = len(text)
+                self._sent.append(new)
+                return new
+        # Held back: whitespace, then what may begin a stop, and still so: nothing more is certain,
+        # however far the stream lets it read.
+        rest = held.lstrip()
+        if not rest or (self._prefixes_plain and any(len(s) > len(rest) and s.startswith(rest) for s in self._stops)):
+            return ""
+        return None
+
+    _plain: re.Pattern[str] | None = None
+    _prefixes_plain = False
+    _spaces_plain = False
+
+    def wake(self, text: str) -> re.Pattern[str] | None:
+        """The characters one of which must arrive before ``more`` may find anything new in ``text``
+        (ASLEEP: none will); None: any may. Between arguments, or in one not sent as it comes, nothing
+        matters until a character that may end a marker arrives, and the stream need not look (nor
+        work out how far it may read) before then."""
+        if self.done:
+            return ASLEEP
+        if self._opened_at is not None or self._tried < 0 or self._open_tried < 0:
+            return None
+        gate = self._idle_gate
+        # (from where either gate was last looked for, to the end: text held back by the stream too)
+        return gate if gate is not None and gate.search(text, min(self._tried, self._open_tried)) is None else None
+
+    def _next(self, text: str, limit: int, memo: Memo, force: bool) -> str | None:
+        """The next argument's certain text ("" when it adds nothing), or None when nothing moved."""
+        i = self.at
+        separator = self.part.separator
+        if self.count and separator:
+            step = match_literal(text, i, tuple(separator), False)
+            if step is NEED:
+                return None
+            if isinstance(step, int):
+                i = step
+        j = skip_ws(text, i)
+        if j >= limit:
+            self._stalled = limit
+            return None
+        if self.tails and text.startswith(self.tails, j):
+            self.done = True  # the arguments end: the brace comes with the call
+            return None
+        if self.scan >= 0 and not force and not self._may_close(text, limit):
+            return self._string_so_far(text, j, limit, force)  # a long string arriving: matched once it may end
+        arrived = force or self._arrived(self._end_gate, text, j, self._tried, limit)
+        self._tried = limit
+        if arrived:
+            for group in self.groups:
+                outcome = self._match(group, text, j, memo)
+                if outcome is NEED:
+                    break
+                if isinstance(outcome, tuple):
+                    return self._whole(outcome, limit)
+        # Not an argument (the call's next part decides), one that turns out malformed, or text that no
+        # form reads yet but may with more: what it reads as so far; looked at again with more text.
+        return self._string_so_far(text, j, limit, force)
+
+    @staticmethod
+    def _arrived(gate: tuple[re.Pattern[str], int] | None, text: str, j: int, tried: int, limit: int) -> bool:
+        """Whether one of the gate's words stands in ``text[j:limit]`` and may have come since it was
+        looked for up to ``tried`` (always, without a gate)."""
+        if gate is None or tried < 0:
+            return True
+        words, back = gate
+        return words.search(text, max(j, tried - back), limit) is not None
+
+    def _match(self, group: FormGroup, text: str, j: int, memo: Memo) -> tuple[int, str, Any] | _Need | Mismatch:
+        part, m = self.part, self.matcher
+        return _match_form(
+            group,
+            text,
+            j,
+            False,
+            self.properties,
+            part.string_escaping,
+            self.following,
+            part.string_wrapper,
+            part.string_quotes,
+            memo,
+            part.separator,
+            m.closers,
+            (m.call_separator, m.next_call),
+            None if m.strict else [],
+        )
+
+    def _whole(self, outcome: tuple[int, str, Any], limit: int) -> str | None:
+        end, key, value = outcome
+        clean, _ = finite(value)
+        encoded = json_text(clean)
+        if end > limit:
+            return None  # read past what may be the call's closer: looked at again with more text
+        if key in self.keys or (not encoded.isascii() and not _utf8(encoded)):
+            self.done = True
+            return None
+        self.keys.add(key)
+        whole = ("{" if not self.count else ", ") + json_text(key) + ": " + encoded
+        sent = "".join(self._sent)
+        if not whole.startswith(sent):
+            self.done = True  # (never, by construction: what was sent is held to what is certain)
+            return None
+        self.scan = -1
+        self._new_argument()
+        self.count += 1
+        self.at = end
+        return whole[len(sent) :]
+
+    def _may_close(self, text: str, limit: int) -> bool:
+        """Whether the string arriving may have ended since last looked at: a closing marker arrived."""
+        found = any(text.find(stop, max(0, self.scan), limit) != -1 for stop in self._stops)
+        self.scan = max(self.scan, limit - self._longest_stop + 1)
+        return found
+
+    def _string_so_far(self, text: str, j: int, limit: int, force: bool) -> str | None:
+        """The certain text of a string argument still arriving at ``j``; None when there is none (not
+        a string the form writes as is before a marker, or not yet past its key)."""
+        opened = self._opened_at
+        if self._lost:
+            return None
+        if opened is None or opened[0] != j:
+            arrived = force or self._arrived(self._open_gate, text, j, self._open_tried, limit)
+            self._open_tried = limit
+            if not arrived:
+                return None  # its beginning reads as it did: no marker completed since
+            found = self._string_start(text, j)
+            if found is None:
+                return None
+            key, group, i = found
+            tag = group.tag_of(key)
+            stops = tuple(w for w in (group.value_stop, tag.opening if tag else "", *self.tails) if w)
+            self._stops, self._longest_stop, self.scan = stops, max(map(len, stops)), max(self.scan, i)
+            # Text sent as it stands: no whitespace (it may be trailing), nothing json.dumps escapes, no
+            # lone surrogate, and no character a stop starts with.
+            firsts = "".join(sorted({re.escape(stop[0]) for stop in stops}))
+            # (a stop found inside another's beginning would be missed by that shortcut)
+            self._prefixes_plain = not any(a in b[:-1] for a in stops for b in stops)
+            # (whitespace held back is sent with the text after it, unless a stop may start with it)
+            self._spaces_plain = not any(stop[0].isspace() for stop in stops)
+            self._plain = re.compile(f'[^\\s"\\\\\\x00-\\x1f\\ud800-\\udfff{firsts}]+')
+            self._opened_at = opened = (j, key, group, i)
+            self._cut, self._cut_scan, self._body, self._body_sent = -1, i, -1, -1
+        elif self._unsettled and self._string_start(text, j) is None:
+            self._lost = True  # another form reads it too: no more of it is sent
+            return None
+        _, key, group, i = opened
+        stops = self._stops
+        # Never past the first of those markers (the value may run on past it, nested, or turn out
+        # malformed there): a cut that, once there, stays where it is, so every chunking sends the same.
+        if self._cut < 0:
+            found_at = [at for stop in stops if (at := text.find(stop, self._cut_scan, limit)) != -1]
+            if found_at:
+                self._cut = min(found_at)
+            else:
+                self._cut_scan = max(self._cut_scan, limit - self._longest_stop + 1)
+        if 0 <= self._cut < limit:
+            limit = self._cut
+        start = self._body
+        if start < 0:
+            lead = group.value_lead
+            if limit - i < len(lead) and lead.startswith(text[i:limit]):
+                return None
+            start = self._body = i + len(lead) if text.startswith(lead, i) else i
+        end = limit - _partial_suffix_of(text, start, limit, stops)
+        floor = max(start, self._body_sent)
+        while end > floor and text[end - 1].isspace():
+            end -= 1  # trailing whitespace: the template's own is trimmed, other whitespace sent later
+        if self._sent and end <= self._body_sent:
+            return None
+        piece = text[max(start, self._body_sent) : end]
+        if not piece.isascii() and not _utf8(piece):
+            self.done = True  # (a lone surrogate: json_text would escape all of the value otherwise)
+            return None
+        new = json_text(piece)[1:-1]
+        if not self._sent:
+            new = ("{" if not self.count else ", ") + json_text(key) + ': "' + new
+        self._sent.append(new)
+        self._body_sent = end
+        return new
+
+    def _string_start(self, text: str, j: int) -> tuple[str, FormGroup, int] | None:
+        """(key, form, where its value starts) for a declared string argument whose form writes it as
+        is up to a marker, once its key and the markers before the value are read; else None. Only
+        where no other form reads the same beginning: which one the argument is may turn on its end."""
+        found: list[tuple[str, FormGroup, int]] = []
+        self._unsettled = False
+        for group in self.groups:
+            opened = self._opened(group, text, j)
+            if isinstance(opened, tuple):
+                found.append(opened)
+            elif opened is NEED:
+                self._unsettled = True  # another form may read it too, with more text: looked at again
+        if len(found) != 1:
+            return None
+        key, group, i = found[0]
+        declared = self.properties.get(key)
+        if key in self.keys or not isinstance(declared, dict) or declared.get("type") != "string":
+            return None
+        if not group.value_stop or "raw" not in group.syntaxes or self.part.string_wrapper[0]:
+            return None
+        return key, group, i
+
+    def _opened(self, group: FormGroup, text: str, j: int) -> tuple[str, FormGroup, int] | _Need | None:
+        """The key and where the value starts, where ``group``'s parts before its value read at ``j``;
+        NEED while they may still."""
+        i, key = j, None
+        for k, part in enumerate(group.parts[: group.value_at]):
+            if isinstance(part, Marker):
+                step = match_word(text, i, part.text, False) if part.text else i
+            elif isinstance(part, ArgKey):
+                after = group.after[k]
+                step = _read_key(text, i, False, self.properties, after[0] if after else None, part.escapes)
+                if isinstance(step, int):
+                    key = unescape_name(text[i:step], part.escapes)
+            else:
+                return None
+            if step is NEED:
+                return NEED
+            if not isinstance(step, int):
+                return None
+            i = step
+        return (key, group, i) if key is not None and group.value_at >= 0 else None
+
+
+def _any_word(words: list[str]) -> tuple[re.Pattern[str], int] | None:
+    """A pattern finding any of ``words`` (as stripped: a marker is matched after whitespace), and how
+    far back before new text one may start; None when there is none to find."""
+    found = sorted({w.strip() for w in words if w.strip()}, key=len, reverse=True)
+    if not found:
+        return None
+    return re.compile("|".join(map(re.escape, found))), len(found[0]) - 1
+
+
+def _is_marker(part: object) -> bool:
+    return isinstance(part, Marker) and bool(part.text)
+
+
+def _marker_text(part: object) -> str:
+    return part.text if isinstance(part, Marker) else ""
+
+
+def _final_characters(words: list[str]) -> re.Pattern[str] | None:
+    """A pattern finding any last character of ``words`` (also as stripped: a marker is matched after
+    whitespace, and may be read without its own); None when there is none to find."""
+    last = {w[-1] for word in words for w in (word, word.strip()) if w}
+    return re.compile("[" + "".join(re.escape(c) for c in sorted(last)) + "]") if last else None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _partial_suffix_of(text: str, start: int, end: int, words: tuple[str, ...]) -> int:
+    """Length of the longest end of ``text[start:end]`` that begins one of ``words``."""
+    best = 0
+    for word in words:
+        # Such an end starts with the word's first character: look only where that stands.
+        at = text.find(word[:1], max(start, end - len(word) + 1), end)
+        while at != -1 and end - at > best:
+            if word.startswith(text[at:end]):
+                best = end - at
+                break
+            at = text.find(word[:1], at + 1, end)
+    return best
 
 
 class VariantMatcher(CallMatcher):

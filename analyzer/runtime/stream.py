@@ -17,8 +17,10 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
 from .headers import HeaderVariant, call_variants, content_headers
 from .match import (
@@ -26,6 +28,7 @@ from .match import (
     ByIdentity,
     CallMatch,
     CallMatcher,
+    KeyValuesReader,
     Mismatch,
     Step,
     VariantMatcher,
@@ -33,8 +36,8 @@ from .match import (
     match_literal,
     skip_ws,
 )
-from .message import Delta, Message, ParseError, ParseWarning, Prefill, apply, prefill_of
-from .shape import CallsShape, JsonArgs, JsonCallObject, Marker, Markers, Name, OutputShape, Part
+from .message import Delta, Message, ParseError, ParseWarning, Prefill, ToolCall, apply, prefill_of
+from .shape import CallsShape, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, Name, OutputShape, Part
 from .tolerance import (
     CALL_LIST,
     CALL_SEPARATOR,
@@ -65,6 +68,25 @@ _PIECE = 4096  # the most text fed to the state machine at once
 _SPACE_WAITS = frozenset((_START, _CONTENT, _SECTION, _AFTER_CALL))
 _SPACE_WAIT_LONGEST = 64
 _PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once more text comes
+# How far into a call its arguments may open and still be sent as they arrive: a call whose header
+# runs longer (a long field before the arguments) is sent when complete, so that looking for where
+# its arguments open costs a bounded amount per chunk.
+_HEADER_LONGEST = 4096
+
+
+class _StreamedCall:
+    """A call whose name is sent and whose arguments are being sent as they arrive."""
+
+    __slots__ = ("call_id", "closer_at", "index", "name", "reader", "scanned", "target")
+
+    def __init__(
+        self, index: int, call_id: str, name: str, reader: JsonArgumentsReader | KeyValuesReader, at: int
+    ) -> None:
+        self.index, self.call_id, self.name, self.reader = index, call_id, name, reader
+        self.closer_at = -1  # where the first text that may close the call stands, once seen
+        self.scanned = at  # where that text is looked for next (from where the arguments start)
+        # The call in the message, once its name is sent: its arguments are what was sent of them.
+        self.target: ToolCall | None = None
 
 
 class Stream:
@@ -86,6 +108,16 @@ class Stream:
     _listless = False  # a JSON list section was opened without its bracket
     _inline = False  # reasoning is left inline, as content
     _inline_opener = ""  # the opener the prompt wrote, still to be written inline
+    _streaming: _StreamedCall | None = None  # the call whose arguments are being sent as they arrive
+    _no_stream = False  # the call being read is sent when complete
+    _header_from = 0  # where a character that may open the call's arguments is looked for next
+    # The characters one of which must arrive before the call's arguments may send more: None, any;
+    # ASLEEP, none (not streamed, or read to their end).
+    _wake: re.Pattern[str] | None = None
+    # Where the text the arguments' reader may not read yet starts, while it may begin a closing text
+    # (-1: none held): until it no longer does, the reader has nothing new.
+    _held_at = -1
+    _streamed_to = -1  # how long the buffer was when the arguments were last read
 
     def __init__(
         self,
@@ -130,6 +162,8 @@ class Stream:
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
         self._plan = plan = plan or _Plan(shape, self.tools, strict=strict)
         self._matcher = plan.matcher
+        if not plan.streams_arguments:
+            self._wake = ASLEEP
         self._call_form = plan.whole  # how the call being read is written (its opener left out: headless)
         self._call_ender, self._call_completer, self._call_opener = (
             plan.call_ender,
@@ -191,19 +225,39 @@ class Stream:
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
         if state == _CALL:
+            streamed: list[Delta] = []
+            wake = self._wake
+            if (
+                wake is not ASLEEP
+                and (wake is None or wake.search(chunk) is not None)
+                and (self._held_at < 0 or self._plan.call_cut_prefixes.fullmatch(buf, self._held_at) is None)
+            ):
+                call = self._streaming
+                plain = (
+                    call.reader.plain(buf, chunk, self._plan.call_cut_unspaced)
+                    if call is not None and call.closer_at < 0 and self._plan.call_cut_starts.search(chunk) is None
+                    else None
+                )
+                if plain is not None:
+                    self._streamed_to = len(buf)
+                    if plain:
+                        assert call is not None
+                        self._send_arguments(streamed, call, plain)
+                else:
+                    self._stream_arguments(streamed)  # what the arguments hold so far, sent before the call ends
             # What _could_be_complete would say, without running the state machine.
             if self._call_completer:
                 if self._call_completer not in chunk:
-                    return []  # a call can only end with that character
+                    return streamed  # a call can only end with that character
                 ender = self._call_ender
                 if ender and buf.find(ender, len(buf) - len(chunk) - len(ender) + 1) == -1:
-                    return []  # nor unless its closing text arrives whole (each is looked at once, as it ends)
+                    return streamed  # nor unless its closing text arrives whole (each is looked at once, as it ends)
             elif self._call_may_end is not None:
                 if self._call_may_end(chunk) is None:
-                    return []  # nor without a character some form of a call ends with
+                    return streamed  # nor without a character some form of a call ends with
             elif chunk and chunk[-1] not in _MAY_END_A_CALL and not chunk[-1].isspace():
-                return []
-            return self._run(final=False)
+                return streamed
+            return streamed + self._run(final=False) if streamed else self._run(final=False)
         # A marker still arriving: the state machine would wait for more. (Only a buffer shorter than
         # the longest marker is looked up: hashing a long one would cost its length.)
         if len(buf) < self._waits_longest and buf in self._plan.waits[state] and not self._fenced:
@@ -302,6 +356,11 @@ class Stream:
     def _consume(self, n: int) -> None:
         self._buf = self._buf[n:]
         self._scan_from = 0
+        self._header_from = 0
+        self._held_at = -1
+        self._streamed_to = -1
+        if self._wake is not ASLEEP:
+            self._wake = None  # (positions moved: looked at afresh)
         if self._memo:
             self._memo.clear()
         # Positions in reasoning searched already move with the text (conditionals: no max() calls
@@ -996,6 +1055,8 @@ class Stream:
     def _call(self, deltas: list[Delta], final: bool) -> None:
         form = self._call_form
         assert form is not None
+        if not final and not self._no_stream and self._plan.streams_arguments and self._streamed_to != len(self._buf):
+            self._stream_arguments(deltas)  # (unless feed just did, with this text)
         if not final and not self._could_be_complete():
             return
         outcome = self._read_call(form, self._call_start, final)
@@ -1008,12 +1069,10 @@ class Stream:
             return
         if outcome is NEED:
             if final:
-                self._error(
-                    deltas,
-                    ParseError(
-                        "unterminated_call", "the output ends inside a tool call", self._buf[self._call_start :]
-                    ),
+                error = ParseError(
+                    "unterminated_call", "the output ends inside a tool call", self._buf[self._call_start :]
                 )
+                self._call_error(deltas, error)
                 self._consume(len(self._buf))
                 self._state = _CONTENT
             return
@@ -1181,19 +1240,20 @@ class Stream:
     # ------------------------------------------------------------------ calls and errors
 
     def _emit_call(self, deltas: list[Delta], match: CallMatch) -> None:
-        index = len(self.message.tool_calls)
+        streamed = self._call_over()
+        index = streamed.index if streamed is not None else len(self.message.tool_calls)
         name = readable(match.name)
-        call_id = (
-            readable(match.call_id)
-            if match.call_id
-            else generated_id(self.shape.id_form, index, name, self._buf[: match.end])
-        )
+        # An id made of what is known once the name is, so that a call sent as it arrives has it first.
+        call_id = readable(match.call_id) if match.call_id else generated_id(self.shape.id_form, index, name, "")
         arguments, numbers = finite(match.arguments if match.arguments is not None else {})
         text = match.arguments_text or json_text(arguments)
         # (content, reasoning_content, call_index, call_id, call_name, arguments): made with keywords,
         # a named tuple costs half as much again
-        self._emit(deltas, Delta("", "", index, call_id, name))
-        self._emit(deltas, Delta("", "", index, None, None, text))
+        if streamed is None:
+            self._emit(deltas, Delta("", "", index, call_id, name))
+            self._emit(deltas, Delta("", "", index, None, None, text))
+        else:
+            self._finish_streamed(deltas, streamed, name, call_id, text)
         for kind, at in match.tolerated:
             self._warn(deltas, kind, at)
         for path, number in numbers:
@@ -1222,6 +1282,130 @@ class Stream:
         for listed in match.more:  # the other calls of one JSON list
             self._emit_call(deltas, listed)
 
+    def _stream_arguments(self, deltas: list[Delta], force: bool = False) -> None:
+        """The call being read, sent as it arrives: its index, id and name once its arguments open,
+        then their text as far as it is certain (``arguments_stream.py``), never past the first text
+        that may close the call (where a malformed call's error is cut)."""
+        buf, call = self._buf, self._streaming
+        self._held_at = -1
+        self._streamed_to = len(buf)
+        if call is None:
+            form = self._call_form
+            assert form is not None
+            gate = form.matcher.arguments_gate()
+            if gate is not None and not force:
+                # Where the arguments open can only be found once a character that may open them came.
+                looked = max(self._call_start, self._header_from)
+                self._header_from = len(buf)
+                if gate.search(buf, looked) is None:
+                    self._wake = gate
+                    return
+            found = form.matcher.arguments_start(buf, self._call_start, self._memo)
+            if found is NEED:
+                if len(buf) - self._call_start > _HEADER_LONGEST:
+                    self._sent_when_complete()
+                elif gate is not None:
+                    self._wake = gate  # (looked for up to here)
+                return
+            if not isinstance(found, tuple) or found[2] - self._call_start > _HEADER_LONGEST:
+                self._sent_when_complete()
+                return
+            match, reader, at = found
+            if isinstance(reader, KeyValuesReader) and reader.writes_any(self._plan.call_cut_words):
+                self._sent_when_complete()
+                return
+            if match.name not in self.tools.schemas:
+                # An undeclared name may read otherwise once the call is whole (a tolerance may take
+                # more text as the name): such a call is sent when complete.
+                self._sent_when_complete()
+                return
+            index = len(self.message.tool_calls)
+            name = readable(match.name)
+            call_id = readable(match.call_id) if match.call_id else generated_id(self.shape.id_form, index, name, "")
+            call = self._streaming = _StreamedCall(index, call_id, name, reader, at)
+            self._emit(deltas, Delta("", "", index, call_id, name))
+            call.target = self.message.tool_calls[index]
+        limit = self._stream_limit(buf, call)
+        if not force and call.reader.stalled(limit):
+            # It reads as far as before: the text held back may yet close the call. While that text
+            # still begins a closing text, nothing changes.
+            if limit < len(buf) and call.closer_at < 0 and self._plan.call_cut_prefixes is not _NOTHING:
+                self._held_at = limit
+            return
+        more = call.reader.more(buf, limit, self._memo, force)
+        if more:
+            self._send_arguments(deltas, call, more)
+        # Until one of these characters comes, feeding more text leaves the reader as it is.
+        self._wake = call.reader.wake(buf)
+
+    def _send_arguments(self, deltas: list[Delta], call: _StreamedCall, text: str) -> None:
+        """An argument fragment: ``_emit`` less the look at which fields the delta holds."""
+        # (content, reasoning_content, call_index, call_id, call_name, arguments): made with keywords,
+        # a named tuple costs half as much again
+        deltas.append(Delta("", "", call.index, None, None, text))
+        target = call.target
+        assert target is not None
+        target.arguments += text  # (what was sent: only a stream's argument deltas write it)
+
+    def _sent_when_complete(self) -> None:
+        self._no_stream = True
+        self._wake = ASLEEP
+
+    def _call_over(self) -> _StreamedCall | None:
+        """The call being read is over (read, or an error): the next one is read afresh."""
+        streamed, self._streaming, self._no_stream = self._streaming, None, False
+        self._header_from = 0
+        self._held_at = -1
+        self._streamed_to = -1
+        self._wake = None if self._plan.streams_arguments else ASLEEP
+        return streamed
+
+    def _stream_limit(self, buf: str, call: _StreamedCall) -> int:
+        """How far the arguments of a call still arriving may be read: up to the first text that may
+        close the call, and short of an end of the buffer that may be the start of one."""
+        if call.closer_at >= 0:
+            return call.closer_at
+        words = self._plan.call_cut_words
+        if not words:
+            return len(buf)
+        start = call.scanned
+        found = [at for word in words if (at := buf.find(word, start)) != -1]
+        if found:
+            call.closer_at = min(found)
+            return call.closer_at
+        call.scanned = max(start, len(buf) - self._plan.call_cut_longest + 1)
+        return len(buf) - _partial_suffix(buf, words)
+
+    def _call_error(self, deltas: list[Delta], error: ParseError) -> None:
+        """A call that turns out unterminated or malformed: an error keeping its text, as when none of
+        it was sent. Where its beginning was sent (its name, and the certain part of its arguments), a
+        client has it and cannot take it back, so the message keeps it too, as sent, and the error names
+        its index. (A batch parse sends here what a stream would have, so that both read the same.)"""
+        if not self._no_stream and self._plan.streams_arguments:
+            self._stream_arguments(deltas, force=True)  # with no shortcut: what a batch parse sends
+        streamed = self._call_over()
+        self._error(deltas, error if streamed is None else replace(error, call_index=streamed.index))
+
+    def _finish_streamed(
+        self, deltas: list[Delta], streamed: _StreamedCall, name: str, call_id: str, text: str
+    ) -> None:
+        """The rest of a call whose beginning was sent. What was sent is certain (``arguments_stream``):
+        should the call read otherwise all the same, an error says so, since a client cannot take text back."""
+        index = streamed.index
+        sent = streamed.target.arguments if streamed.target is not None else ""
+        if name == streamed.name and call_id == streamed.call_id and text.startswith(sent):
+            if len(text) > len(sent):
+                self._emit(deltas, Delta("", "", index, None, None, text[len(sent) :]))
+            return
+        self._error(
+            deltas,
+            ParseError(
+                "streamed_call_differs",
+                f"call {index}: the call reads as {name}({text}) after {streamed.name}({sent}... was sent",
+                call_index=index,
+            ),
+        )
+
     def _malformed(self, deltas: list[Delta], reason: str, final: bool, kind: str = "malformed_call") -> None:
         """Text that starts like a call but is not one: reported with its text, up to where calls end.
         Content goes on after it, with the whitespace the model wrote."""
@@ -1243,7 +1427,7 @@ class Stream:
             if not final:
                 return
             cut = len(self._buf)
-        self._error(deltas, ParseError(kind, reason, self._buf[:cut]))
+        self._call_error(deltas, ParseError(kind, reason, self._buf[:cut]))
         self._consume(cut)
         self._state = _CONTENT
 
@@ -1307,6 +1491,19 @@ class _Plan:
         )
         # The text that ends a call.
         self.call_ender = calls.ends_with if calls else ""
+        # Where a call's text is cut when it is malformed (``Stream._malformed``): its arguments are
+        # sent as they arrive no further.
+        self.call_cut_words = (
+            [w for w in ((calls.section_close[0].text if calls.section_close else ""), self.call_ender) if w]
+            if calls
+            else []
+        )
+        self.call_cut_longest = max(map(len, self.call_cut_words), default=0)
+        self.call_cut_starts, self.call_cut_prefixes = _cut_patterns(tuple(self.call_cut_words))
+        self.call_cut_unspaced = not any(w[0].isspace() for w in self.call_cut_words)
+        self.streams_arguments = bool(calls) and any(
+            isinstance(part, (JsonArgs, JsonCallObject, KeyValueArgs)) for part in (calls.call if calls else ())
+        )
         self.call_ender_after = _marker_before_last(calls) if calls and self.call_ender else ""
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
         # Without closing text of its own, a call whose every form ends with a JSON object or a marker
@@ -1884,6 +2081,24 @@ def _pending_start(buf: str, words: list[str], at: int, longest: int) -> int | N
         if any(len(w) > len(tail) and w.startswith(tail) for w in words):
             return start
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _cut_patterns(words: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """For the texts where a malformed call is cut: a pattern finding their first characters (a chunk
+    without any cannot start one: a reader's plain text), and one matching their proper beginnings
+    (text held back from a reader, while it may still be one of them; never where one of them stands
+    inside another's beginning: it would be found there, not held). Cached: a server makes a parser
+    per request."""
+    if not words:
+        return _NOTHING, _NOTHING
+    starts = re.compile("[" + "".join(sorted({re.escape(w[0]) for w in words})) + "]")
+    if any(a in b[:-1] for a in words for b in words):
+        return starts, _NOTHING
+    return starts, re.compile("|".join(re.escape(w[:n]) for w in words for n in range(len(w) - 1, 0, -1)))
+
+
+_NOTHING = re.compile("(?!)")
 
 
 def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:

@@ -89,8 +89,17 @@ def spelled_names(shape: OutputShape, literals: list[str]) -> list[str]:
 
 def read(parser: Parser, text: str) -> tuple[list[tuple[str, Any]], Any]:
     message = parser.parse(text)
-    calls = [(call.name, json.loads(call.arguments)) for call in message.tool_calls]
+    calls = [(call.name, _arguments(call.arguments)) for call in message.tool_calls]
     return calls, message
+
+
+def _arguments(text: str) -> Any:
+    """A call's arguments as JSON, or as the text they are where they are none: a call cut off or
+    malformed after its arguments began stays in tool_calls as streamed, its error in the message's."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return ("arguments that are no JSON", text)
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,16 @@ INLINE = (
     "reasoning_format none, read inline: llama.cpp leaves out the opener the prompt wrote where a call ends the "
     "block (ling), or the next message's header that closes gpt-oss' analysis; we keep the block as written"
 )
-PARTIAL = "output cut inside a call: llama.cpp shows the call while its arguments arrive; we show it once complete"
+PARTIAL = (
+    "output cut inside a call: llama.cpp shows the call while its arguments arrive; we show a JSON call once "
+    "its arguments open (not one whose id or count is read from the object), other forms once complete"
+)
+# llama.cpp heals cut JSON: a key cut short, or ": " where the model wrote ":" so far. We show only text
+# the model wrote and no later character can change (a key is shown whole, once known to be no repeat).
+HEALED = (
+    "output cut inside a call's arguments: llama.cpp shows them healed (a cut key, a space added); "
+    "we show what is certain"
+)
 REPEATED_OPENER = (
     "llama.cpp keeps a reasoning opener written again after the prompt opened the block as reasoning text "
     "('<think>'); we read it as the opener (tolerance repeated_reasoning_opener), so reasoning is empty"
@@ -93,7 +102,6 @@ KNOWN = {
     "ibm-granite-granite-3.3-2B-Instruct:3393": PREFILL_UNWRITTEN_REASONING,
     "inclusionai-ling-3.0-flash:4716": INLINE,
     "inclusionai-ling-3.0-flash:4841": PREFILL_EMPTY_CONTENT,
-    "Kimi-K2-Thinking:5055": PARTIAL,
     "moonshotai-Kimi-K2:5216": PREFILL_UNWRITTEN_REASONING,
     "LFM2-8B-A1B:2022": FORMAT_NONE,
     "LFM2-8B-A1B:2028": FORMAT_NONE,
@@ -124,9 +132,9 @@ KNOWN = {
     "LFM2.5-Instruct:2116": FORMAT_NONE,
     "LFM2.5-Instruct:2123": FORMAT_NONE,
     "LFM2.5-8B-A1B:2116": PARTIAL,
-    "Reka-Edge:5363": PARTIAL,
+    "Reka-Edge:5363": HEALED,
+    "Reka-Edge:6159": HEALED,
     "MiniMax-M3:5793": UNION_STRING,
-    "Reka-Edge:6159": PARTIAL,
     "Apriel-1.6-15b-Thinker-fixed:6211": PROMPT_WORDS,
     "Apriel-1.6-15b-Thinker-fixed:6219": PROMPT_WORDS,
     "meta-llama-Llama-3.1-8B-Instruct:6302": FENCED_SCHEMA,

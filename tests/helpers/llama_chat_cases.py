@@ -450,11 +450,20 @@ def differences(case: LlamaCase, got: Reading) -> tuple[str, ...]:
     for k, (want, have) in enumerate(zip(case.tool_calls, got.tool_calls, strict=True)):
         if want.name != have.name:
             out.append(f"call {k} name")
-        if _renormalized(want.arguments) != _renormalized(have.arguments):
+        if not _same_arguments(want.arguments, have.arguments):
             out.append(f"call {k} arguments")
         if want.id and want.id != have.id:
             out.append(f"call {k} id")
     return tuple(out)
+
+
+def _same_arguments(want: str, have: str) -> bool:
+    """Arguments alike by llama.cpp's rule where both are JSON; else (the beginning of a call's
+    arguments, shown while they arrive) the text itself, which renormalising would turn into "" on
+    both sides and so never compare."""
+    if _renormalized(want) and _renormalized(have):
+        return _renormalized(want) == _renormalized(have)
+    return want == have
 
 
 def _renormalized(text: str) -> str:

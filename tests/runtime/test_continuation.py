@@ -203,8 +203,9 @@ def test_tolerances_apply_after_a_continuation() -> None:
     assert (lenient.content, _calls(lenient)) == ("Let me check.", list(_PARIS))
     assert [warning.kind for warning in lenient.warnings] == ["missing_closer"]
     strict = Parser(description, TOOLS, strict=True, continuing={"content": "Let me check"}).parse(output)
-    assert strict.content == "Let me check." and not strict.tool_calls
-    assert [error.kind for error in strict.errors] == ["unterminated_call"]
+    # Its name and arguments were sent as they arrived: kept, with the error naming the call.
+    assert strict.content == "Let me check." and _calls(strict) == list(_PARIS)
+    assert [(error.kind, error.call_index) for error in strict.errors] == [("unterminated_call", 0)]
 
 
 @pytest.mark.parametrize(
