@@ -180,6 +180,14 @@ def _anthropic_error(status: int, message: str) -> JSONResponse:
     return JSONResponse(messages_api.error_body(status, message), status_code=status)
 
 
+def _anthropic_refusal(status: int, message: str, _param: str | None) -> Response:
+    return _anthropic_error(status, message)  # Anthropic's error object names no parameter
+
+
+def _openai_refusal(status: int, message: str, param: str | None) -> Response:
+    return error_response(status, message, param=param)
+
+
 def _is_messages_api(path: str) -> bool:
     """Whether ``path`` is the Anthropic Messages API's, whose errors are Anthropic's objects."""
     return path == "/v1/messages" or path.startswith("/v1/messages/")
@@ -280,23 +288,10 @@ class _Service:
         return JSONResponse(listed, status_code=status)
 
     async def chat(self, request: Request) -> Response:
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return error_response(400, f"the request body is not JSON: {exc}")
-        config = self.config
-        try:
-            call = read_chat_request(
-                body,
-                tool_format=config.tool_format,
-                default_template_kwargs=config.default_template_kwargs,
-                reasoning_budget=config.reasoning_budget,
-            )
-            completion = await self._prepare(call)
-        except AnalyzerError as exc:
-            # Everything here depends only on the request and the one template: the client's to fix,
-            # and the message is the template's own when it refuses the conversation.
-            return error_response(400, exc.message, param=exc.param if isinstance(exc, RequestError) else None)
+        read = await self._read(request, read_chat_request, _openai_refusal)
+        if isinstance(read, Response):
+            return read
+        call, completion = read
         model = self._model(call)
         try:
             if call.stream:
@@ -306,30 +301,32 @@ class _Service:
         except (ServerUnreachable, ServerRefused, ServerReplyError) as exc:
             return _failure_response(exc)
 
-    async def _read_messages(
-        self, request: Request, *, counting: bool = False
+    async def _read(
+        self, request: Request, read: Callable[..., ChatCall], refuse: Callable[[int, str, str | None], Response]
     ) -> tuple[ChatCall, Completion] | Response:
-        """A Messages API request read and prepared, or its 400 (``counting``: a count_tokens body)."""
+        """A request read (by ``read``: the chat or the Messages API's reader) and prepared, or its 400
+        in the API's own error shape (``refuse``). Everything here depends only on the request and the
+        one template: the client's to fix, and the message is the template's own when it refuses the
+        conversation."""
         try:
             body = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _anthropic_error(400, f"the request body is not JSON: {exc}")
+            return refuse(400, f"the request body is not JSON: {exc}", None)
         config = self.config
         try:
-            call = messages_api.read_messages_request(
+            call = read(
                 body,
                 tool_format=config.tool_format,
                 default_template_kwargs=config.default_template_kwargs,
                 reasoning_budget=config.reasoning_budget,
-                counting=counting,
             )
             return call, await self._prepare(call)
         except AnalyzerError as exc:
-            return _anthropic_error(400, exc.message)
+            return refuse(400, exc.message, exc.param if isinstance(exc, RequestError) else None)
 
     async def messages(self, request: Request) -> Response:
         """Anthropic's Messages API, translated onto the chat path (analyzer/messages_api.py)."""
-        read = await self._read_messages(request)
+        read = await self._read(request, messages_api.read_messages_request, _anthropic_refusal)
         if isinstance(read, Response):
             return read
         call, completion = read
@@ -349,7 +346,9 @@ class _Service:
         """Anthropic's ``/v1/messages/count_tokens``: the tokens of the prompt the request would send,
         as the upstream's ``/tokenize`` counts them (with the BOS ``/completion`` adds, where the
         vocabulary asks for one)."""
-        read = await self._read_messages(request, counting=True)
+        read = await self._read(
+            request, functools.partial(messages_api.read_messages_request, counting=True), _anthropic_refusal
+        )
         if isinstance(read, Response):
             return read
         _call, completion = read

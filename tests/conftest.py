@@ -15,7 +15,8 @@ test leaves unset).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import hypothesis
@@ -70,6 +71,16 @@ def corpus_dir() -> Path:
 @pytest.fixture(scope="session")
 def corpus_paths(corpus_dir: Path) -> list[Path]:
     return corpus.corpus_templates(corpus_dir)
+
+
+@pytest.fixture
+def stand_in() -> Iterator[ThreadingHTTPServer]:
+    """A local stand-in for llama-server's /completion endpoint (see helpers/stand_in.py)."""
+    # Imported here: tests/test_pytest_marks.py runs this conftest alone, in a folder without helpers/.
+    from helpers.stand_in import serving
+
+    with serving() as server:
+        yield server
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -15,14 +14,12 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
-from helpers.serving import running
-from helpers.stand_in import serving, url
+from helpers.serving import analysed_templates, running
+from helpers.stand_in import url
 
-from analyzer.analysis import analyze
 from analyzer.llama_server import ChatRequest, ChunkStream, prepare
 from analyzer.messages_api import MessageEvents
 from analyzer.serve import ServeConfig
-from analyzer.sources import load_template
 
 QWEN3 = "Qwen-Qwen3-0.6B"  # reasoning and tools
 QWEN = "Qwen-Qwen2.5-7B-Instruct"
@@ -53,17 +50,7 @@ REASONED_CALLS = (
 
 @pytest.fixture(scope="module")
 def analysed(corpus_dir: Path) -> dict[str, tuple[Any, Any]]:
-    found = {}
-    for name in (QWEN3, QWEN, MISTRAL):
-        template = load_template(str(corpus_dir / f"{name}.jinja"))
-        found[name] = (template, analyze(template))
-    return found
-
-
-@pytest.fixture
-def stand_in() -> Iterator[ThreadingHTTPServer]:
-    with serving() as server:
-        yield server
+    return analysed_templates(corpus_dir, (QWEN3, QWEN, MISTRAL))
 
 
 def _serving(analysed: dict[str, tuple[Any, Any]], name: str, stand_in: ThreadingHTTPServer, **options: Any) -> Any:

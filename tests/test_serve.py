@@ -20,7 +20,7 @@ import httpx
 import openai
 import pytest
 from helpers.cli import run
-from helpers.serving import announced_url, running, serve_command
+from helpers.serving import analysed_templates, announced_url, running, serve_command
 from helpers.stand_in import serving, url
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
@@ -48,17 +48,7 @@ CALL_TEXT = 'Let me check.<tool_call>\n{"name": "get_weather", "arguments": {"ci
 
 @pytest.fixture(scope="module")
 def analysed(corpus_dir: Path) -> dict[str, tuple[Template, Any]]:
-    found = {}
-    for name in (QWEN, MISTRAL):
-        template = load_template(str(corpus_dir / f"{name}.jinja"))
-        found[name] = (template, analyze(template))
-    return found
-
-
-@pytest.fixture
-def stand_in() -> Iterator[ThreadingHTTPServer]:
-    with serving() as server:
-        yield server
+    return analysed_templates(corpus_dir, (QWEN, MISTRAL))
 
 
 @pytest.fixture

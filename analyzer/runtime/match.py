@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .call_forms import JsonCall
@@ -38,6 +38,7 @@ from .shape import (
     id_pattern,
     unescape_name,
 )
+from .shape_analysis import ByIdentity
 from .tolerance import ARGUMENTS_ENCODING, CALL_LIST, KEY_SPELLING, LITERAL_SYNTAX
 from .values import (
     INCOMPLETE,
@@ -1272,29 +1273,6 @@ class FormGroup:
         key_part = self.parts[self.key_at]
         key = escape_name(key, key_part.escapes) if isinstance(key_part, ArgKey) else key
         return _Tag(open_before + key + open_after, close_before + key + close_after)
-
-
-_Key = TypeVar("_Key")
-_Value = TypeVar("_Value")
-
-
-class ByIdentity(Generic[_Key, _Value]):
-    """What is worked out from a part of an output shape, kept by that part's identity: the shape
-    lives as long as its parsers, and hashing it (a tree of frozen dataclasses) would cost more than
-    the work. Keeps the keys alive, so an identity is never reused while kept; at most 256."""
-
-    def __init__(self) -> None:
-        self._kept: dict[int, tuple[_Key, _Value]] = {}
-
-    def get(self, key: _Key, make: Callable[..., _Value], *arguments: Any) -> _Value:
-        kept = self._kept.get(id(key))
-        if kept is not None and kept[0] is key:
-            return kept[1]
-        value = make(*arguments)
-        if len(self._kept) >= 256:
-            self._kept.clear()
-        self._kept[id(key)] = (key, value)
-        return value
 
 
 _FORM_GROUPS: ByIdentity[tuple[ArgumentShape, ...], tuple[FormGroup, ...]] = ByIdentity()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .shape import (
     ArgKey,
@@ -286,41 +286,42 @@ def _analyse(shape: OutputShape) -> ShapeAnalysis:
     )
 
 
-_Kept = TypeVar("_Kept")
-_Made = TypeVar("_Made")
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
 
 
-class IdentityCache(Generic[_Kept, _Made]):
+class ByIdentity(Generic[_Key, _Value]):
     """What is worked out from a part of an output shape, kept by that part's identity: the shape
     lives as long as its readers, and hashing it (a tree of frozen dataclasses) would cost more than
     the work. Keeps the keys alive, so an identity is never reused while kept; at most 256."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[_Kept, _Made]] = {}
+        self._kept: dict[int, tuple[_Key, _Value]] = {}
 
-    def get(self, key: _Kept, make: Callable[[_Kept], _Made]) -> _Made:
+    def get(self, key: _Key, make: Callable[..., _Value], *arguments: Any) -> _Value:
+        """The value kept for ``key``, or ``make(*arguments)`` kept for it (arguments read off ``key``)."""
         kept = self._kept.get(id(key))
         if kept is not None and kept[0] is key:
             return kept[1]
-        value = make(key)
+        value = make(*arguments)
         if len(self._kept) >= 256:
             self._kept.clear()
         self._kept[id(key)] = (key, value)
         return value
 
 
-_ANALYSES: IdentityCache[OutputShape, ShapeAnalysis] = IdentityCache()
-_TAG_FRAMES: IdentityCache[ArgumentShape, TagFrame | None] = IdentityCache()
+_ANALYSES: ByIdentity[OutputShape, ShapeAnalysis] = ByIdentity()
+_TAG_FRAMES: ByIdentity[ArgumentShape, TagFrame | None] = ByIdentity()
 
 
 def analysis(shape: OutputShape) -> ShapeAnalysis:
     """The analysis of ``shape``, built once per shape."""
-    return _ANALYSES.get(shape, _analyse)
+    return _ANALYSES.get(shape, _analyse, shape)
 
 
 def form_tag_frame(form: ArgumentShape) -> TagFrame | None:
     """``tag_frame`` of an argument form, once per form."""
-    return _TAG_FRAMES.get(form, lambda f: tag_frame(f.parts))
+    return _TAG_FRAMES.get(form, tag_frame, form.parts)
 
 
 def _unique(texts: list[str]) -> tuple[str, ...]:

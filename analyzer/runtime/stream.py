@@ -25,7 +25,6 @@ from .calls import ToolSchemas, generated_id
 from .headers import HeaderVariant, call_variants, content_headers
 from .match import (
     NEED,
-    ByIdentity,
     CallMatch,
     CallMatcher,
     KeyValuesReader,
@@ -38,6 +37,7 @@ from .match import (
 )
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, ToolCall, apply, prefill_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, Name, OutputShape, Part
+from .shape_analysis import ByIdentity, closing_markers, last_characters
 from .tolerance import (
     CALL_LIST,
     CALL_SEPARATOR,
@@ -1508,7 +1508,7 @@ class _Plan:
         self.call_opener = calls.opener[0].text if calls and calls.opener else ""
         # Without closing text of its own, a call whose every form ends with a JSON object or a marker
         # can only end with one of their last characters ("" where a form ends otherwise).
-        last = _last_characters(calls) if calls and not self.call_ender else ""
+        last = last_characters((calls.call, calls.no_arguments)) if calls and not self.call_ender else ""
         self.call_may_end = _first_of(set(last)) if last else None
         # The one character a chunk that completes a call must hold, where there is one (the last of
         # the call's closing text, or what every form ends with): ``in`` finds it quicker than a search.
@@ -1562,7 +1562,7 @@ class _Plan:
         self.headless_word = first.text if isinstance(first, Marker) else ""
         # A call's closing text, which may be cut short or left out where the output ends, and what
         # may follow a call (where a call without that text ends).
-        self.closing = _closing_markers(calls.call) if calls else ()
+        self.closing = closing_markers(calls.call) if calls else ()
         self.followers = (
             tuple(text for text in dict.fromkeys((*calls.followers, self.call_opener, self.headless_word)) if text)
             if calls
@@ -1765,7 +1765,7 @@ def _variant_match(
 
 def _less_closing(parts: tuple[Part, ...]) -> tuple[Part, ...]:
     """A call's parts without the markers it ends with; () where it ends with none, or they are all it has."""
-    closing = len(_closing_markers(parts))
+    closing = len(closing_markers(parts))
     return parts[:-closing] if closing and closing < len(parts) else ()
 
 
@@ -1786,17 +1786,6 @@ def _less_bracket(close: Markers) -> Markers:
     return ((Marker(rest, "", first.trail),) if rest else ()) + close[1:]
 
 
-def _closing_markers(parts: tuple[Part, ...] | None) -> Markers:
-    """The markers a call's parts end with, after its last field (its closing text)."""
-    found: list[Marker] = []
-    for part in reversed(parts or ()):
-        if not isinstance(part, Marker):
-            break
-        if part.text:
-            found.append(part)
-    return tuple(reversed(found)) if len(found) < len(parts or ()) else ()
-
-
 def _headless_start(calls: CallsShape) -> int:
     """Where a call's parts go on after its first marker, when the call opens with several markers and
     the next one is distinctive by itself (a tag: ``<function=``), so a call written without the first
@@ -1808,24 +1797,6 @@ def _headless_start(calls: CallsShape) -> int:
         return 0
     text = second.text
     return 1 if len(text) >= 3 and text[0] in "<[" and any(ch.isalpha() for ch in text) else 0
-
-
-def _last_characters(calls: CallsShape) -> str:
-    """The characters the call's forms end with, when each ends with a JSON object or a marker; else ""."""
-    found = ""
-    for parts in (calls.call, calls.no_arguments):
-        last = parts[-1] if parts else None
-        if isinstance(last, JsonCallObject):
-            found += "}"
-        elif isinstance(last, JsonArgs):
-            # An object (JSON or Python) ends with "}", a string (arguments the template encodes as
-            # one) with a quote; a model that encodes an object twice is read when the output ends.
-            found += '"' if last.encoding == "string" else "}"
-        elif isinstance(last, Marker) and last.text:
-            found += last.text[-1]
-        elif parts:
-            return ""
-    return "".join(sorted(set(found)))
 
 
 def _arriving(words: list[str]) -> frozenset[str]:

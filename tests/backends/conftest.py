@@ -3,20 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from helpers.stand_in import serving
-
-
-@pytest.fixture
-def stand_in() -> Iterator[ThreadingHTTPServer]:
-    """A local stand-in for llama-server's /completion endpoint (see helpers/stand_in.py)."""
-    with serving() as server:
-        yield server
-
 
 _SCREENSHOTS = pytest.StashKey[Path]()
 

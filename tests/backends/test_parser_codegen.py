@@ -610,11 +610,8 @@ def test_runtime_imports_the_standard_library_only(tmp_path):
     message = json.loads(message_line)
     assert message["tool_calls"][0]["function"]["name"] == "get_weather"
     assert [e["kind"] for e in message["errors"]] == ["invalid_arguments"]  # location is required
-    # shape_analysis is read by the grammar and the shape's builder; the parser (match.py, stream.py)
-    # does not read it yet (issue 27), and the day it does this exception must go.
-    unread = ("command", "shape_analysis")
     assert modules_line == str(
-        sorted(["runtime", *(f"runtime.{m}" for m in codegen.runtime_modules() if m not in unread)])
+        sorted(["runtime", *(f"runtime.{m}" for m in codegen.runtime_modules() if m != "command")])
     )
 
 

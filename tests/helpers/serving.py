@@ -16,7 +16,11 @@ from typing import IO
 
 import httpx
 
+from analyzer.analysis import analyze
+from analyzer.description import FormatDescription
 from analyzer.serve import ServeConfig, listen, server
+from analyzer.sources import load_template
+from analyzer.template import Template
 
 
 @contextmanager
@@ -68,3 +72,12 @@ def announced_url(log: IO[str], process: subprocess.Popen[bytes]) -> str:
             raise AssertionError(f"serve exited with {process.returncode}: {text}")
         time.sleep(0.1)
     raise AssertionError("serve did not start")
+
+
+def analysed_templates(corpus_dir: Path, names: tuple[str, ...]) -> dict[str, tuple[Template, FormatDescription]]:
+    """The corpus templates ``names``, each with its analysis, for a module's serve tests to share."""
+    found = {}
+    for name in names:
+        template = load_template(str(corpus_dir / f"{name}.jinja"))
+        found[name] = (template, analyze(template))
+    return found

@@ -1,5 +1,5 @@
 """A local stand-in for llama-server's /completion endpoint (the ``stand_in`` fixture of
-tests/backends/conftest.py), and its /tokenize (one token per character): it answers in llama-server's
+tests/conftest.py), and its /tokenize (one token per character): it answers in llama-server's
 reply shape, batch or streamed, from the script a test sets, and records every request. It checks our
 half of the protocol; it is not a llama-server, so it proves nothing about what a real server accepts.
 
