@@ -10,7 +10,10 @@ model trained on such headers writes them as it writes its other messages' heade
   (``<|channel|>analysis<|message|>`` after the name; tolerance ``header_word``);
 - and, where the template's other headers start with the first token, with that channel part first
   and the part that names the call after it (``<|channel|>commentary to=functions.NAME<|message|>``;
-  tolerance ``header_order``).
+  tolerance ``header_order``);
+- with a token of the header's own bracketing before the words after the channel, one the template
+  never writes (``<|channel|>commentary <|constrain|>json<|message|>``, a format's type annotation;
+  tolerance ``header_token``), in any of these orders and in the template's own.
 
 Every variant is made of the template's own texts: nothing here is keyed on a template or a token's
 spelling, and a shape whose headers do not have this form has no variants.
@@ -42,6 +45,8 @@ class HeaderVariant:
     kinds: tuple[str, ...]
     reordered: bool
     opening: Markers  # the markers up to the name: a call in this form is known by them
+    # (where in ``parts`` the marker stands that a header token may come before, the token's regex)
+    token_slot: tuple[int, HeaderToken] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +91,46 @@ def _call_header(parts: tuple[Part, ...]) -> tuple[int, int] | None:
     return start, end
 
 
+@dataclass(frozen=True, slots=True)
+class HeaderToken:
+    """A token bracketed as a header's two tokens are, neither of them (``<|constrain|>`` for
+    ``<|channel|>`` and ``<|message|>``): ``opening`` and ``closing`` the brackets, ``own`` the two."""
+
+    opening: str
+    closing: str
+    own: tuple[str, str]
+
+    @property
+    def whole(self) -> str:
+        """The token's regex."""
+        own = "|".join(re.escape(token) for token in self.own)
+        return rf"(?!{own}){re.escape(self.opening)}\w+{re.escape(self.closing)}"
+
+    @property
+    def beginning(self) -> str:
+        """The regex of the text the token may have begun as at the end of the output so far."""
+        opening_begun = "|".join(re.escape(self.opening[:k]) for k in range(1, len(self.opening)))
+        closing_begun = "|".join(re.escape(self.closing[:k]) for k in range(len(self.closing)))
+        begun = f"{opening_begun}|" if opening_begun else ""
+        return rf"(?:{begun}{re.escape(self.opening)}\w*(?:{closing_begun}))"
+
+
+def _common_start(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _header_token(first: str, second: str) -> HeaderToken | None:
+    """The token of the header tokens' bracketing; None where they share no bracketing."""
+    prefix = _common_start(first, second)
+    suffix = _common_start(first[::-1], second[::-1])[::-1]
+    if not prefix or not suffix or len(prefix) + len(suffix) >= min(len(first), len(second)):
+        return None
+    return HeaderToken(prefix, suffix, (first, second))
+
+
 def call_variants(shape: OutputShape) -> tuple[HeaderVariant, ...]:
     """The call forms a model writes with its header as the template's other headers are written, each
     with its tolerances; () where the shape's call header is not of that form."""
@@ -107,18 +152,32 @@ def call_variants(shape: OutputShape) -> tuple[HeaderVariant, ...]:
         return ()  # no other header of the template writes the two tokens with a word between
     head, name, after = parts[: start - 1], parts[start - 1], parts[end:]
     assert all(isinstance(part, Marker) for part in head)
+    token = _header_token(first, second)
     found: list[HeaderVariant] = []
     for channel in dict.fromkeys((words[0], *others)):
         for rest in dict.fromkeys((" ".join(words[1:]), "")):
             changed = channel != words[0] or rest != " ".join(words[1:])
             lead = Marker(first + channel, trail=" ")
             closing = Marker(rest + second, lead=" ") if rest else Marker(second)
-            if changed:
+            # A token before the words after the channel (never before the second token alone).
+            in_order_slot = (len(head) + 2, token) if rest and token else None
+            if changed or in_order_slot:
                 found.append(
-                    HeaderVariant((*head, name, lead, closing, *after), (HEADER_WORD,), False, _markers_of(head))
+                    HeaderVariant(
+                        (*head, name, lead, closing, *after),
+                        (HEADER_WORD,) if changed else (),
+                        False,
+                        _markers_of(head),
+                        in_order_slot,
+                    )
                 )
             kinds = (HEADER_ORDER, HEADER_WORD) if changed else (HEADER_ORDER,)
-            found.append(HeaderVariant((lead, *head, name, closing, *after), kinds, True, (lead, *_markers_of(head))))
+            reordered_slot = (len(head) + 2, token) if rest and token else None
+            found.append(
+                HeaderVariant(
+                    (lead, *head, name, closing, *after), kinds, True, (lead, *_markers_of(head)), reordered_slot
+                )
+            )
     return tuple(found)
 
 
@@ -144,3 +203,45 @@ def content_headers(shape: OutputShape) -> tuple[ContentHeader, ...]:
     if channel in taken:
         return ()
     return (ContentHeader(wrapper.group(1) + channel + wrapper.group(3)),)
+
+
+@dataclass(frozen=True, slots=True)
+class DetailedContentHeader:
+    """The content wrapper's opener with a header token and words before its second token (``<|channel|>
+    final <|constrain|>json<|message|>``, a reply in a declared format): ``lead`` the text up to its
+    words (watched for), ``whole`` the regex of the header, ``beginning`` that of the text it may have
+    begun as at the end of the output so far."""
+
+    lead: str
+    whole: re.Pattern[str]
+    beginning: re.Pattern[str]
+
+
+def detailed_content_header(shape: OutputShape) -> DetailedContentHeader | None:
+    """The content wrapper's opener written with a header token before words, where the wrapper is a
+    header of two tokens with one word between them and a call header of the same tokens writes more
+    words after its channel (the template's evidence that words follow the channel); None otherwise."""
+    calls = shape.calls
+    if calls is None or len(shape.content_open) != 1:
+        return None
+    wrapper = _HEADER_FORM.fullmatch(_header_text(shape.content_open))
+    where = _call_header(calls.call)
+    if wrapper is None or where is None or len(wrapper.group(2).split()) != 1:
+        return None
+    call = _HEADER_FORM.fullmatch(_header_text(_markers_of(calls.call[where[0] : where[1]])))
+    first, second = wrapper.group(1), wrapper.group(3)
+    if call is None or (call.group(1), call.group(3)) != (first, second) or len(call.group(2).split()) < 2:
+        return None
+    token = _header_token(first, second)
+    if token is None:
+        return None
+    lead = first + wrapper.group(2)
+    words = rf"(?:{_HEADER_WORD_TEXT})?"
+    second_begun = "|".join(re.escape(second[:k]) for k in range(len(second)))
+    return DetailedContentHeader(
+        lead,
+        re.compile(rf"{re.escape(lead)}[ \t]+{token.whole}[ \t]*{words}[ \t]*{re.escape(second)}"),
+        re.compile(
+            rf"{re.escape(lead)}[ \t]*(?:{token.beginning}|{token.whole}[ \t]*{words}[ \t]*(?:{second_begun}))?"
+        ),
+    )

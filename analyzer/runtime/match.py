@@ -18,6 +18,7 @@ from typing import Any
 
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .call_forms import JsonCall
+from .headers import HeaderToken
 from .shape import (
     ArgKey,
     ArgPart,
@@ -39,7 +40,7 @@ from .shape import (
     unescape_name,
 )
 from .shape_analysis import ByIdentity
-from .tolerance import ARGUMENTS_ENCODING, CALL_LIST, KEY_SPELLING, LITERAL_SYNTAX
+from .tolerance import ARGUMENTS_ENCODING, CALL_LIST, HEADER_TOKEN, KEY_SPELLING, LITERAL_SYNTAX
 from .values import (
     INCOMPLETE,
     INVALID,
@@ -1034,17 +1035,61 @@ def _partial_suffix_of(text: str, start: int, end: int, words: tuple[str, ...]) 
 
 class VariantMatcher(CallMatcher):
     """A matcher of a call form the template does not write (headers.py), which records the
-    tolerances ``kinds`` at the call's start on each call it reads."""
+    tolerances ``kinds`` at the call's start on each call it reads. ``token_slot``: the part a
+    token of the header's bracketing may stand before (its index, the token's regex), recorded as
+    ``header_token`` where one does."""
 
-    def __init__(self, parts: tuple[Part, ...], kinds: tuple[str, ...], *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        parts: tuple[Part, ...],
+        kinds: tuple[str, ...],
+        *args: Any,
+        token_slot: tuple[int, HeaderToken] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(parts, *args, **kwargs)
         self.kinds = kinds
+        if token_slot is not None:
+            at, token = token_slot
+            _, part, following = self._steps[at]
+            assert isinstance(part, Marker)
+            steps = list(self._steps)
+            steps[at] = (_after_header_token(re.compile(token.whole), re.compile(token.beginning)), part, following)
+            self._steps = tuple(steps)
 
     def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | _Need | Mismatch:
         got = super().match(text, start, final, memo)
         if isinstance(got, CallMatch):
             got.tolerated[:0] = [(kind, start) for kind in self.kinds]
         return got
+
+
+def _after_header_token(token: re.Pattern[str], partial: re.Pattern[str]) -> Callable[..., Step]:
+    """The marker step of a header marker that a token (``token``) may stand before: the token is
+    skipped, and recorded; text that may still become one waits."""
+
+    def step(
+        matcher: CallMatcher,
+        part: Marker,
+        text: str,
+        i: int,
+        final: bool,
+        result: CallMatch,
+        following: Texts,
+        memo: Memo,
+    ) -> Step:
+        j = skip_ws(text, i)
+        m = token.match(text, j)
+        if m is not None:
+            got = match_word(text, m.end(), part.text, final)
+            if isinstance(got, int):
+                result.tolerated.append((HEADER_TOKEN, j))
+            return got
+        if not final and partial.fullmatch(text, j):
+            return NEED
+        return match_word(text, i, part.text, final)
+
+    return step
 
 
 def _named(result: CallMatch, name: str, end: int) -> Step:

@@ -22,7 +22,7 @@ from typing import Any
 
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
-from .headers import HeaderVariant, call_variants, content_headers
+from .headers import DetailedContentHeader, HeaderVariant, call_variants, content_headers, detailed_content_header
 from .match import (
     NEED,
     CallMatch,
@@ -42,6 +42,7 @@ from .tolerance import (
     CALL_LIST,
     CALL_SEPARATOR,
     CODE_FENCE,
+    HEADER_TOKEN,
     HEADER_WORD,
     MARKER_WHITESPACE,
     MISSING_CLOSER,
@@ -837,6 +838,16 @@ class Stream:
             self._warn(deltas, HEADER_WORD, 0)
             self._consume(len(word))
             return
+        detailed = self._plan.detailed_content_header
+        if detailed is not None and word == detailed.lead:
+            # The content wrapper's opener with a header token and words before its second token.
+            m = detailed.whole.match(buf)
+            if m is not None:
+                self._warn(deltas, HEADER_TOKEN, len(buf) - len(buf[len(word) :].lstrip(" \t")))
+                self._consume(m.end())
+                return
+            if not final and detailed.beginning.fullmatch(buf):
+                return
         if calls is not None and word and word == self._plan.headless_word:
             # A call's later opening marker without the first (``<function=`` with no ``<tool_call>``).
             self._warn(deltas, MISSING_OPENER, 0)
@@ -1529,7 +1540,7 @@ class _Plan:
         # order, tried where the call is no call as written; channel part first, known by its first
         # word. Their matchers are made when first needed (most outputs never need them).
         headers = _SHAPE_HEADERS.get(shape, _headers_of, shape) if calls is not None and not strict else None
-        self._variants, self.content_headers = headers or ((), frozenset())
+        self._variants, self.content_headers, self.detailed_content_header = headers or ((), frozenset(), None)
         # The first word of a header written channel part first, and the markers up to the name.
         self.reordered = {v.opening[0].text: v.opening for v in self._variants if v.reordered}
         self._reordered_forms: dict[str, _CallForm] = {}
@@ -1543,6 +1554,7 @@ class _Plan:
                 call_separator=separator,
                 next_call=opens,
                 strict=strict,
+                token_slot=variant.token_slot,
             )
 
         self._variant_matcher = variant_matcher
@@ -1685,6 +1697,8 @@ class _Plan:
             if literal:
                 watch.append(literal[0].text)
         watch += [*self.reordered, *self.content_headers]
+        if self.detailed_content_header is not None:
+            watch.append(self.detailed_content_header.lead)
         if calls is not None and calls.section_close and len(calls.section_close[0].text) > 2:
             # A closer some templates write after content (not a bare "]", which is only JSON syntax).
             watch.append(calls.section_close[0].text)
@@ -2029,12 +2043,14 @@ def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
 
 
 _JOINED: ByIdentity[Markers, tuple[str, frozenset[int]]] = ByIdentity()
-_SHAPE_HEADERS: ByIdentity[OutputShape, tuple[tuple[HeaderVariant, ...], frozenset[str]]] = ByIdentity()
+_Headers = tuple[tuple[HeaderVariant, ...], frozenset[str], DetailedContentHeader | None]
+_SHAPE_HEADERS: ByIdentity[OutputShape, _Headers] = ByIdentity()
 
 
-def _headers_of(shape: OutputShape) -> tuple[tuple[HeaderVariant, ...], frozenset[str]]:
+def _headers_of(shape: OutputShape) -> _Headers:
     """The call header's variants and the content wrapper's other openers (headers.py)."""
-    return call_variants(shape), frozenset(header.text for header in content_headers(shape))
+    others = frozenset(header.text for header in content_headers(shape))
+    return call_variants(shape), others, detailed_content_header(shape)
 
 
 _SHAPE_WAITS: ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = ByIdentity()

@@ -50,6 +50,10 @@ HEADER_WORD = "header_word"
 # A call header whose channel part (its first token and word) comes first and the part naming the call
 # after it, as the template's other headers start with that token (headers.py).
 HEADER_ORDER = "header_order"
+# A token of the header's own bracketing that the template never writes, before the words after a
+# header's channel (a call's ``<|channel|>commentary <|constrain|>json<|message|>``, the content
+# wrapper's ``<|channel|>final <|constrain|>json<|message|>``): skipped (headers.py).
+HEADER_TOKEN = "header_token"
 
 TOLERANCES = {
     MARKER_WHITESPACE: "whitespace between the parts of a marker the template writes joined",
@@ -67,4 +71,5 @@ TOLERANCES = {
     REPEATED_PROMPT_MARKER: "the marker the generation prompt ends with, written again first",
     HEADER_WORD: "a header with another word between its markers, one the template writes there, or its first alone",
     HEADER_ORDER: "a call header's channel part written before the part that names the call",
+    HEADER_TOKEN: "a token the template never writes, bracketed as the header's, before a header's last words",
 }

@@ -80,11 +80,6 @@ UNION_STRING = (
     "we read the object it spells"
 )
 FENCED_SCHEMA = "a json_schema reply in a markdown fence: llama.cpp unwraps it; our parser is given no schema"
-GPT_CONSTRAIN = (
-    "gpt-oss: a '<|constrain|>' marker in a header (before the content type, in a call's header or the final "
-    "channel's): no render of the template writes that marker, so the parser does not read it; the call is "
-    "reported malformed with its text, the final header kept in content"
-)
 GPT_BUILTIN = (
     "gpt-oss: llama.cpp drops calls to built-in tools (container.exec, python) that are not declared; "
     "we keep their text as content: no render shows such a call, and their recipient is no 'to=functions.' "
@@ -139,9 +134,6 @@ KNOWN = {
     "Apriel-1.6-15b-Thinker-fixed:6219": PROMPT_WORDS,
     "meta-llama-Llama-3.1-8B-Instruct:6302": FENCED_SCHEMA,
     "openai-gpt-oss-120b:6442": INLINE,
-    "openai-gpt-oss-120b:6471": GPT_CONSTRAIN,
-    "openai-gpt-oss-120b:6494": GPT_CONSTRAIN,
-    "openai-gpt-oss-120b:6531": GPT_CONSTRAIN,
     "openai-gpt-oss-120b:6547": GPT_BUILTIN,
     "openai-gpt-oss-120b:6556": GPT_BUILTIN,
     "openai-gpt-oss-120b:6567": GPT_TO_ASSISTANT,

@@ -20,7 +20,7 @@ The classes and the tolerance kinds (``analyzer.runtime.tolerance``) a parser ma
 - reasoning: the opener repeated after the prompt opened the block, a closer with no opener, an empty
   block before a call;
 - headers: a call header written as the template's other headers are (another channel word, the
-  first word alone, the channel part first: ``analysis.runtime.headers``).
+  first word alone, the channel part first, a token before its last words: ``analysis.runtime.headers``).
 
 Rewrites that write new text (reasoning, a string value) put a canary in it, which the parse must keep.
 """
@@ -661,14 +661,19 @@ def call_header(rng: random.Random, text: str, layout: Layout) -> Edit | None:
         return None
     match, variant = rng.choice(found), rng.choice(variants)
     name, opener = match.group(1), "".join(marker.text for marker in head)
+    # A token of the header's bracketing before its last words, where the variant takes one.
+    token = ""
+    if variant.token_slot is not None and rng.random() < 0.5:
+        brackets = variant.token_slot[1]
+        token = brackets.opening + rng.choice(["constrain", "type", "x1"]) + brackets.closing
     if variant.reordered:
         lead, closing = variant.parts[0], variant.parts[len(head) + 2]
         assert isinstance(lead, Marker) and isinstance(closing, Marker)
-        new = lead.text + rng.choice(SPACES[1:3]) + opener + name + closing.lead + closing.text
+        new = lead.text + rng.choice(SPACES[1:3]) + opener + name + closing.lead + token + closing.text
     else:
         lead, closing = variant.parts[k + 1], variant.parts[k + 2]
         assert isinstance(lead, Marker) and isinstance(closing, Marker)
-        new = opener + name + lead.text + closing.lead + closing.text
+        new = opener + name + lead.text + closing.lead + token + closing.text
     return _replace(text, match.start(), match.end(), new), []
 
 

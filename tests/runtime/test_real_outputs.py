@@ -357,6 +357,42 @@ ROWS = {
         ' to=functions.get_weather<|channel|>commentary json<|message|>{"location": "Paris"}<|call|>',
         calls=_PARIS,
     ),
+    # A token no render writes, bracketed as the header's own (harmony's content type annotation).
+    "a call header with a token before its content type (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location": "Paris"}<|call|>',
+        calls=_PARIS,
+        warnings=("header_order", "header_token"),
+        strict=("<|channel|>commentary", (), ("malformed_call",)),
+    ),
+    "the template's own call header with a token before its content type (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        ' to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"location": "Paris"}',
+        calls=_PARIS,
+        warnings=("header_token",),
+        strict=("", (), ("malformed_call",)),
+    ),
+    "a call in the analysis channel with a token before its content type (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        ' to=functions.get_weather<|channel|>analysis <|constrain|>json<|message|>{"location": "Paris"}',
+        calls=_PARIS,
+        warnings=("header_word", "header_token"),
+        strict=("", (), ("malformed_call",)),
+    ),
+    "the final channel with a token before its content type is content (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        "<|channel|>analysis<|message|>JSON it is.<|end|><|start|>assistant<|channel|>final <|constrain|>json"
+        '<|message|>{"amount": 1}',
+        content='{"amount": 1}',
+        reasoning="JSON it is.",
+        warnings=("header_token",),
+        strict=('<|channel|>final <|constrain|>json<|message|>{"amount": 1}', (), ()),
+    ),
+    "a token of the header's bracketing before a content type, no call header of its own: content (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        "<|channel|>final <b>bold</b>",
+        content="<|channel|>final <b>bold</b>",
+    ),
     "a header word that is no channel of the template is no call (gpt-oss)": Row(
         "openai-gpt-oss-120b",
         '<|channel|>commentary to=assistant<|message|>{"location": "Paris"}',
