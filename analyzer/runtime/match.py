@@ -39,7 +39,7 @@ from .shape import (
     id_pattern,
     unescape_name,
 )
-from .shape_analysis import ByIdentity
+from .shape_analysis import ByIdentity, TagFrame, follow, form_tag_frame, next_marker
 from .tolerance import ARGUMENTS_ENCODING, CALL_LIST, HEADER_TOKEN, KEY_SPELLING, LITERAL_SYNTAX
 from .values import (
     INCOMPLETE,
@@ -166,7 +166,9 @@ class CallMatcher:
         # Text that may follow a call: a separator, the section closer, a stop string.
         self.closers = closers
         # What may stand right after each name part: it ends an undeclared name.
-        self._name_ends = {id(part): self._ends_after(k) for k, part in enumerate(parts) if isinstance(part, Name)}
+        self._name_ends = {
+            id(part): follow(parts, k, closers) for k, part in enumerate(parts) if isinstance(part, Name)
+        }
         # (kept by the forms' identity: a server makes a parser per request, and grouping them costs)
         self._form_groups = {
             id(part): _FORM_GROUPS.get(part.forms, form_groups, part.forms)
@@ -179,7 +181,9 @@ class CallMatcher:
         ] = {}
         self._arguments_gate: re.Pattern[str] | None = _UNKNOWN_GATE
         # Each part with its matcher and the text that may follow it, read off the parts once.
-        self._steps = tuple((_HANDLERS.get(type(part)), part, self._following_text(k)) for k, part in enumerate(parts))
+        self._steps = tuple(
+            (_HANDLERS.get(type(part)), part, next_marker(parts, k, closers)) for k, part in enumerate(parts)
+        )
 
     def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | _Need | Mismatch:
         """The call at ``start``. ``memo``: how far values were scanned in text that only grows between
@@ -290,29 +294,6 @@ class CallMatcher:
                 None if opens_otherwise else _final_characters(ends + opens),
             )
         return gates
-
-    def _following_text(self, k: int) -> tuple[str, ...]:
-        for part in self.parts[k + 1 :]:
-            if isinstance(part, Marker):
-                return (part.text,)
-            if isinstance(part, KeyValueArgs):
-                continue
-            return ()
-        return self.closers
-
-    def _ends_after(self, k: int) -> tuple[str, ...]:
-        """The texts that may follow part ``k``: the next marker, or the first marker of each argument
-        form when arguments come next (they may also be absent: then what follows them)."""
-        found: list[str] = []
-        for part in self.parts[k + 1 :]:
-            if isinstance(part, Marker):
-                found.append(part.text)
-                return tuple(found)
-            if isinstance(part, KeyValueArgs):
-                found += [form.parts[0].text for form in part.forms if isinstance(form.parts[0], Marker)]
-                continue
-            return tuple(found)
-        return (*found, *self.closers)
 
     # ---------------------------------------------------------------- one matcher per part kind
 
@@ -1278,9 +1259,8 @@ class FormGroup:
     before: tuple[Markers, ...]  # and right before it
     key_at: int  # the first key part (-1: none)
     value_at: int  # the value part (-1: none)
-    # An argument written as a tag named by its key (``<k>v</k>``): the text around the key in its
-    # opening and closing tags; None when the form is not that.
-    tag: tuple[str, str, str, str] | None
+    # An argument written as a tag named by its key (``<k>v</k>``); None when the form is not that.
+    tag: TagFrame | None
     # The text that closes the value (stripped), and the whitespace the template writes right before
     # and right after the value, which a raw value is trimmed of: read at every argument.
     value_stop: str
@@ -1305,7 +1285,7 @@ class FormGroup:
             before,
             key_at,
             value_at,
-            _tag_frame(parts, value_at, key_at, after, before) if value_at >= 0 and key_at >= 0 else None,
+            form_tag_frame(forms[0]),
             written_after.strip(),
             written_before[len(written_before.rstrip()) :],
             written_after[: len(written_after) - len(written_after.lstrip())],
@@ -1314,10 +1294,12 @@ class FormGroup:
     def tag_of(self, key: str | None) -> _Tag | None:
         if key is None or self.tag is None:
             return None
-        open_before, open_after, close_before, close_after = self.tag
         key_part = self.parts[self.key_at]
         key = escape_name(key, key_part.escapes) if isinstance(key_part, ArgKey) else key
-        return _Tag(open_before + key + open_after, close_before + key + close_after)
+        # A tag is the key between the frame's text before it and the first character after it (the
+        # rest after a closing key, MiniMax-M3's ``]<]minimax[>``, is written between arguments too).
+        frame = self.tag
+        return _Tag(frame.opening + key + frame.middle[:1], frame.closing + key + frame.end[:1])
 
 
 _FORM_GROUPS: ByIdentity[tuple[ArgumentShape, ...], tuple[FormGroup, ...]] = ByIdentity()
@@ -1513,23 +1495,6 @@ class _Tag:
             if depth == 0:
                 return close
             at = close + len(self.closing)
-
-
-def _tag_frame(
-    parts: tuple[ArgPart, ...], k: int, first: int, after_of: tuple[Markers, ...], before_of: tuple[Markers, ...]
-) -> tuple[str, str, str, str] | None:
-    """The text around the key in the opening and closing tags of an argument written as a tag named
-    by its key: the form closes its value (part ``k``) with markers and the key again, and opens it
-    (key part ``first``) with markers and the key; else None."""
-    after = after_of[k]
-    second = k + len(after) + 1
-    if not after or second >= len(parts) or not isinstance(parts[second], ArgKey):
-        return None
-    before, between = before_of[first], after_of[first]
-    end = after_of[second]
-    if not before or not between or not end:
-        return None
-    return _spelled(before).strip(), between[0].text[:1], _spelled(after).strip(), end[0].text[:1]
 
 
 def _read_tags(
