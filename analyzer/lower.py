@@ -56,7 +56,6 @@ from analyzer.runtime.shape import (
     ReasoningShape,
     Trigger,
 )
-from analyzer.runtime.shape_analysis import call_followers, closing_text, leading_markers
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -275,7 +274,6 @@ def calls_shape(
     no_arguments: tuple[Part, ...] | None = None,
     *,
     trigger: Trigger | None = None,
-    stops: tuple[str, ...] = (),
     open_space: str = "",
     separator_space: str = "",
     close_space: str = "",
@@ -283,8 +281,6 @@ def calls_shape(
     close_from: int = 1,
     content_after: bool = False,
 ) -> CallsShape:
-    # The derived fields by the shape analysis' rule, which the grammar and the parser read too.
-    opener = leading_markers(call)
     return CallsShape(
         section_open,
         section_close,
@@ -292,9 +288,6 @@ def calls_shape(
         call,
         no_arguments,
         trigger or trigger_for(section_open, call),
-        opener,
-        closing_text(call),
-        call_followers(separator, section_close, opener, stops),
         open_space,
         separator_space,
         close_space,
@@ -351,20 +344,10 @@ def output_shape(
         content_close,
         calls,
         stops,
-        _server_stops(calls, stops),
         id_form,
         answer_key,
         end,
     )
-
-
-def _server_stops(calls: CallsShape | None, stops: tuple[str, ...]) -> tuple[str, ...]:
-    """The turn's stop strings, less any a call starts with: a server stopping there would cut every
-    call off (a template that writes a call as a new message opened by its turn separator)."""
-    openers = [m.text for m in calls.section_open[:1]] if calls is not None else []
-    if calls is not None and calls.opener and calls.opener[0].text:
-        openers.append(calls.opener[0].text)
-    return tuple(stop for stop in stops if not any(opener.startswith(stop) for opener in openers))
 
 
 # --------------------------------------------------------------------------- the description
@@ -406,7 +389,6 @@ def lower(description: FormatDescription) -> OutputShape:
             split_markers(c.separator) if isinstance(c.separator, str) else None,
             call,
             no_arguments,
-            stops=turn.stop,
             # Every turn's start of whitespace alone (no marker holds it) comes before the calls too.
             open_space=_space_only(turn.history_prefix) + _space_only(c.section_open),
             separator_space=_space_only(c.separator) if isinstance(c.separator, str) else "",

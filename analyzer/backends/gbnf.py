@@ -155,14 +155,15 @@ def to_grammar(
             True,
             _triggers(shape, shape.calls, declared),
             preserved_tokens(shape),
-            shape.server_stops,
+            analysis(shape).server_stops,
             tuple(builder.rules.unenforced),
         )
     if answers and tool_choice in ("auto", "none"):
         replies.append(builder.answer())
     lead = sections[0].lead if sections and len(replies) == 1 else ""
     text = builder.rules.text(builder.eager(choice(replies), lead))
-    return Grammar(text, False, (), preserved_tokens(shape), shape.server_stops, tuple(builder.rules.unenforced))
+    stops = analysis(shape).server_stops
+    return Grammar(text, False, (), preserved_tokens(shape), stops, tuple(builder.rules.unenforced))
 
 
 def preserved_tokens(shape: OutputShape) -> tuple[str, ...]:

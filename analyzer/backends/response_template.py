@@ -57,7 +57,7 @@ from analyzer.runtime.shape import (
     Part,
     id_pattern,
 )
-from analyzer.runtime.shape_analysis import analysis
+from analyzer.runtime.shape_analysis import analysis, leading_markers
 
 VERSION = 1
 # The key tokenizer_config.json holds it under, which tokenizers load as ``tokenizer.response_template``.
@@ -280,7 +280,7 @@ class _Builder:
         calls = self.shape.calls
         if calls is None:
             return ""
-        for opener in (calls.section_open, calls.opener):
+        for opener in (calls.section_open, leading_markers(calls.call)):
             if opener and opener[0].text.startswith(stop):
                 rest = (Marker(opener[0].text[len(stop) :]), *opener[1:])
                 return rf"(?!\s*{_flex(rest)})" if _flex(rest) else ""
@@ -346,7 +346,7 @@ class _Builder:
         calls = self.shape.calls
         if calls is None:
             return []
-        words = [calls.section_open[:1], calls.opener[:1], (calls.separator or ())[:1]]
+        words = [calls.section_open[:1], leading_markers(calls.call)[:1], (calls.separator or ())[:1]]
         return [re.escape(word[0].text) for word in words if word and word[0].text]
 
     # ------------------------------------------------------------------ calls
@@ -437,7 +437,9 @@ class _Builder:
         if written:
             single = tail[0].text if len(tail) == 1 and isinstance(tail[0], Marker) else None
             return _delimiter("close", rf"\s*{written}", single)
-        follow = [re.escape(text) for text in calls.followers if text]
+        facts = analysis(self.shape).calls
+        assert facts is not None
+        follow = [re.escape(text) for text in facts.followers if text]
         if isinstance(body, JsonCallObject) and not any(isinstance(p, Marker) and p.text for p in calls.call):
             follow.append(_json_call_lookahead(body.layout)[3:-1])  # the next call, bare JSON too
         if not follow:

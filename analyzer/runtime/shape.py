@@ -25,7 +25,7 @@ from .call_forms import JsonCall as JsonCall
 from .call_forms import id_pattern as id_pattern
 from .nodes import NodeError, node_from_dict, node_to_dict
 
-SHAPE_VERSION = 1
+SHAPE_VERSION = 2
 
 
 # --------------------------------------------------------------------------- text and ids
@@ -207,9 +207,9 @@ class Trigger:
 
 @dataclass(frozen=True, slots=True)
 class CallsShape:
-    """``opener``: the markers a call starts with (before its first field); ``ends_with``: the text a
-    call ends with, "" when a value ends it; ``followers``: texts that may follow a call (the
-    separator, the section closer, the next call's opener, the stops)."""
+    """How calls are written: the section around them, the separator between two, the parts of one.
+    What follows from these (the markers a call opens with, the text it closes with, what may follow
+    it) is not stored: the shape analysis works it out (``shape_analysis.analysis``)."""
 
     kind: ClassVar[str] = "calls_shape"
     section_open: Markers
@@ -218,9 +218,6 @@ class CallsShape:
     call: tuple[Part, ...]
     no_arguments: tuple[Part, ...] | None  # a call without arguments, where it differs from ``call``
     trigger: Trigger
-    opener: Markers
-    ends_with: str
-    followers: tuple[str, ...]
     # The whitespace the template writes before the first call, between two calls and after the last
     # (up to the turn's stop) where no marker holds it as ``lead``/``trail``: a section opener,
     # separator or closer of whitespace alone. For the grammar; the parser skips whitespace there.
@@ -264,8 +261,8 @@ class ReasoningShape:
 @dataclass(frozen=True, slots=True)
 class OutputShape:
     """What a model writes after the generation prompt. ``stops``: where the turn ends (text after
-    them is not the model's answer); ``server_stops``: the ones a server may stop generating on
-    (not those a call starts with)."""
+    them is not the model's answer); the ones a server may stop generating on are the shape
+    analysis' ``server_stops``."""
 
     kind: ClassVar[str] = "output_shape"
     template: str
@@ -276,7 +273,6 @@ class OutputShape:
     content_close: Markers
     calls: CallsShape | None
     stops: tuple[str, ...]
-    server_stops: tuple[str, ...]
     id_form: IdForm  # of the ids we generate for calls the model wrote without one
     # When set, an answer may be written as a JSON object whose one member of this name holds it as a
     # JSON string ({"answer": "..."}): a format in which every reply is JSON.

@@ -11,9 +11,9 @@ what follows them; any other field is the end of what can be said. Past the last
 the texts that may follow a call: the separator, the section closer, the next call's opener, the
 turn's stops, and content where the template writes content after its calls.
 
-``analysis(shape)`` builds it once per shape (kept by the shape's identity). The functions the shape's
-builder (``analyzer.lower``) stores fields with (``leading_markers``, ``closing_text``,
-``call_followers``) are the same rule.
+``analysis(shape)`` builds it once per shape (kept by the shape's identity); the shape stores none of
+it. A reader holding only a part of a shape uses the rule's functions (``leading_markers``,
+``closing_text``, ``follow``, ``next_marker``, ``form_tag_frame``) on it.
 """
 
 from __future__ import annotations
@@ -256,14 +256,28 @@ class CallsAnalysis:
 
 @dataclass(frozen=True, slots=True)
 class ShapeAnalysis:
+    """``server_stops``: the turn's stops a server may stop generating on."""
+
     shape: OutputShape
     calls: CallsAnalysis | None
+    server_stops: tuple[str, ...]
+
+
+def server_stops(shape: OutputShape) -> tuple[str, ...]:
+    """The turn's stop strings, less any a call starts with: a server stopping there would cut every
+    call off (a template that writes a call as a new message opened by its turn separator)."""
+    calls = shape.calls
+    openers = [m.text for m in calls.section_open[:1]] if calls is not None else []
+    opener = leading_markers(calls.call) if calls is not None else ()
+    if opener and opener[0].text:
+        openers.append(opener[0].text)
+    return tuple(stop for stop in shape.stops if not any(text.startswith(stop) for text in openers))
 
 
 def _analyse(shape: OutputShape) -> ShapeAnalysis:
     calls = shape.calls
     if calls is None:
-        return ShapeAnalysis(shape, None)
+        return ShapeAnalysis(shape, None, server_stops(shape))
     opener = leading_markers(calls.call)
     followers = call_followers(calls.separator, calls.section_close, opener, shape.stops)
     content_after = calls.content_after
@@ -283,6 +297,7 @@ def _analyse(shape: OutputShape) -> ShapeAnalysis:
             _form_facts(calls.no_arguments, after_call) if calls.no_arguments is not None else None,
             last_characters((calls.call, calls.no_arguments)),
         ),
+        server_stops(shape),
     )
 
 

@@ -37,7 +37,7 @@ from .match import (
 )
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, ToolCall, apply, prefill_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, Name, OutputShape, Part
-from .shape_analysis import ByIdentity, closing_markers, last_characters
+from .shape_analysis import ByIdentity, analysis, closing_markers, closing_text, leading_markers
 from .tolerance import (
     CALL_LIST,
     CALL_SEPARATOR,
@@ -1225,8 +1225,8 @@ class Stream:
         name, or a JSON object's first key), so that waiting for the next call costs nothing per chunk."""
         assert self._calls is not None
         j = skip_ws(buf, i)
-        if self._calls.opener:
-            step = match_literal(buf, j, self._calls.opener, final)
+        if self._plan.call_opening:
+            step = match_literal(buf, j, self._plan.call_opening, final)
             return NEED if step is NEED else isinstance(step, int)
         first = self._calls.call[0] if self._calls.call else None
         if isinstance(first, Name):
@@ -1476,6 +1476,7 @@ class _Plan:
 
     def __init__(self, shape: OutputShape, tools: ToolSchemas, *, strict: bool = False) -> None:
         calls = shape.calls
+        facts = analysis(shape).calls  # what follows what in the calls (shape_analysis)
         self.strict = strict
         # A section opener that joins a special word and punctuation (``[TOOL_CALLS][``): a model may
         # write whitespace between the two, so content watches the special word alone.
@@ -1501,7 +1502,7 @@ class _Plan:
             else None
         )
         # The text that ends a call.
-        self.call_ender = calls.ends_with if calls else ""
+        self.call_ender = facts.closing if facts else ""
         # Where a call's text is cut when it is malformed (``Stream._malformed``): its arguments are
         # sent as they arrive no further.
         self.call_cut_words = (
@@ -1516,10 +1517,11 @@ class _Plan:
             isinstance(part, (JsonArgs, JsonCallObject, KeyValueArgs)) for part in (calls.call if calls else ())
         )
         self.call_ender_after = _marker_before_last(calls) if calls and self.call_ender else ""
-        self.call_opener = calls.opener[0].text if calls and calls.opener else ""
+        self.call_opening = facts.opener if facts else ()
+        self.call_opener = self.call_opening[0].text if self.call_opening else ""
         # Without closing text of its own, a call whose every form ends with a JSON object or a marker
         # can only end with one of their last characters ("" where a form ends otherwise).
-        last = last_characters((calls.call, calls.no_arguments)) if calls and not self.call_ender else ""
+        last = facts.last_characters if facts and not self.call_ender else ""
         self.call_may_end = _first_of(set(last)) if last else None
         # The one character a chunk that completes a call must hold, where there is one (the last of
         # the call's closing text, or what every form ends with): ``in`` finds it quicker than a search.
@@ -1529,10 +1531,10 @@ class _Plan:
         opens = (self.call_opener,) if self.call_opener else tuple(tools.names())
 
         def matcher_of(parts: tuple[Part, ...] | None) -> CallMatcher | None:
-            if calls is None or not parts:
+            if facts is None or not parts:
                 return None
             return CallMatcher(
-                parts, tools.schemas, calls.followers, call_separator=separator, next_call=opens, strict=strict
+                parts, tools.schemas, facts.followers, call_separator=separator, next_call=opens, strict=strict
             )
 
         self.whole = _CallForm(calls.call, calls.no_arguments, 0, strict, matcher_of) if calls else None
@@ -1550,7 +1552,7 @@ class _Plan:
                 variant.parts,
                 variant.kinds,
                 tools.schemas,
-                calls.followers if calls else (),
+                facts.followers if facts else (),
                 call_separator=separator,
                 next_call=opens,
                 strict=strict,
@@ -1576,8 +1578,8 @@ class _Plan:
         # may follow a call (where a call without that text ends).
         self.closing = closing_markers(calls.call) if calls else ()
         self.followers = (
-            tuple(text for text in dict.fromkeys((*calls.followers, self.call_opener, self.headless_word)) if text)
-            if calls
+            tuple(text for text in dict.fromkeys((*facts.followers, self.call_opener, self.headless_word)) if text)
+            if facts
             else ()
         )
         # Calls that open with a tool's name at the start of the output come behind the separator's
@@ -1804,7 +1806,12 @@ def _headless_start(calls: CallsShape) -> int:
     """Where a call's parts go on after its first marker, when the call opens with several markers and
     the next one is distinctive by itself (a tag: ``<function=``), so a call written without the first
     is still known; else 0."""
-    if len(calls.opener) < 2 or calls.section_open or not calls.call or not isinstance(calls.call[0], Marker):
+    if (
+        len(leading_markers(calls.call)) < 2
+        or calls.section_open
+        or not calls.call
+        or not isinstance(calls.call[0], Marker)
+    ):
         return 0
     second = calls.call[1]
     if not isinstance(second, Marker):
@@ -1848,7 +1855,7 @@ def _waits_of(
         # Content waits while a section's opener arrives whole, and a first call's opener after it
         # (or alone). Right after the section's opener, a call's opener or the section's closer;
         # after a call, a separator and the next call's opener, or that closer.
-        opener, close, between = calls.opener, calls.section_close, calls.separator or ()
+        opener, close, between = leading_markers(calls.call), calls.section_close, calls.separator or ()
         content |= _beginnings([calls.section_open, (*calls.section_open, *opener)])
         space = calls.section_open[-1].trail if calls.section_open else ""
         waits[_SECTION] = _beginnings([opener, close], space)
@@ -1867,7 +1874,7 @@ def _marker_before_last(calls: CallsShape) -> str:
     for parts in (calls.call, calls.no_arguments):
         if parts is None:
             continue
-        if len(parts) < 2 or not isinstance(parts[-1], Marker) or parts[-1].text != calls.ends_with:
+        if len(parts) < 2 or not isinstance(parts[-1], Marker) or parts[-1].text != closing_text(calls.call):
             return ""
         before = parts[-2]
         if not isinstance(before, Marker):

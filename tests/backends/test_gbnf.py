@@ -282,7 +282,7 @@ def make_shape(
     id_form: str = "openai",
     generation_prompt: str = "",
 ) -> OutputShape:
-    calls = calls_shape(section_open, section_close, separator, call, no_arguments, stops=("<end>",))
+    calls = calls_shape(section_open, section_close, separator, call, no_arguments)
     if reasoning is not None:  # what follows the block comes from the prefix, as lowering makes it
         reasoning = reasoning_shape(
             reasoning.open,
@@ -568,7 +568,7 @@ def test_tool_choice_and_parallel():
 def test_a_closer_written_only_after_several_calls():
     """One call alone, or two and more and then the closer (a template that closes the section only
     after several calls): exactly what it writes."""
-    calls = calls_shape((Marker("<calls>"),), (Marker("</calls>"),), (Marker(";"),), TAG_CALL, stops=("<end>",))
+    calls = calls_shape((Marker("<calls>"),), (Marker("</calls>"),), (Marker(";"),), TAG_CALL)
     shape = output_shape("hand-made", calls=replace(calls, close_from=2), stops=("<end>",))
     one, two = '<call>\nget_weather({"location": "x"})</call>', '<call>\nget_weather({"location": "y"})</call>'
     check(

@@ -53,7 +53,7 @@ def test_the_validator_accepts_refuses_and_reports_a_broken_grammar(validator, t
     """The check can fail: a text the grammar does not take is refused (with where), one that stops
     early is refused, and a grammar llama.cpp cannot parse is an error, not a verdict."""
     call = (Marker("<call>"), Name(), Marker(":"), JsonArgs("object"), Marker("</call>"))
-    shape = output_shape("hand-made", calls=calls_shape((), (), (), call, None, stops=("<end>",)), stops=("<end>",))
+    shape = output_shape("hand-made", calls=calls_shape((), (), (), call, None), stops=("<end>",))
     weather = tool("get_weather", {"location": {"type": "string"}}, ["location"])
     grammar = to_grammar(shape, [weather], tool_choice="required")
     assert grammar is not None

@@ -49,6 +49,7 @@ from analyzer.runtime.shape import (
     OutputShape,
     escape_name,
 )
+from analyzer.runtime.shape_analysis import analysis, leading_markers
 
 CANARY = "Qzvk"  # plus a number: letters no template writes, no marker is made of
 
@@ -141,8 +142,9 @@ class Layout:
         json_args = next((part.encoding for part in calls.call if isinstance(part, JsonArgs)), "")
         json_call = next((part.layout for part in calls.call if isinstance(part, JsonCallObject)), None)
         nested = {form.syntax for args in kv for form in args.forms if form.json_type in ("object", "array")}
-        if calls.opener:
-            start = _pattern(calls.opener)
+        opener = leading_markers(calls.call)
+        if opener:
+            start = _pattern(opener)
         elif isinstance(calls.call[0], Name):
             escapes = calls.call[0].escapes
             start = "|".join(
@@ -157,8 +159,8 @@ class Layout:
             joined=joined,
             section_open=_pattern(calls.section_open),
             section_close=_pattern(calls.section_close),
-            call_opener=_pattern(calls.opener),
-            call_first=calls.opener[0].text if calls.opener else "",
+            call_opener=_pattern(opener),
+            call_first=opener[0].text if opener else "",
             call_closer=_pattern(tuple(closing)),
             separator=None if calls.separator is None else _pattern(calls.separator),
             call_start=start,
@@ -175,8 +177,10 @@ class Layout:
     def closes_a_call(self, text: str, at: int) -> bool:
         """Whether what follows ``at`` is what may follow a call (or nothing)."""
         rest = text[at:].lstrip()
-        assert self.shape.calls is not None
-        return not rest or any(rest.startswith(follower) for follower in self.shape.calls.followers if follower)
+        facts = analysis(self.shape).calls
+        assert facts is not None
+        followers = facts.followers
+        return not rest or any(rest.startswith(follower) for follower in followers if follower)
 
 
 # --------------------------------------------------------------------------- JSON in a text

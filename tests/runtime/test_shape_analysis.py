@@ -6,10 +6,21 @@ stores agree with the analysis, and the analysis is built once per shape."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from helpers.golden import golden_descriptions
 
 from analyzer.lower import lower
-from analyzer.runtime.shape import ArgKey, ArgumentShape, ArgValue, KeyValueArgs, Marker, Name
+from analyzer.runtime.shape import (
+    ArgKey,
+    ArgumentShape,
+    ArgValue,
+    CallsShape,
+    KeyValueArgs,
+    Marker,
+    Name,
+    OutputShape,
+)
 from analyzer.runtime.shape_analysis import (
     CONTENT_AFTER,
     END_OF_CALLS,
@@ -68,18 +79,26 @@ def test_tag_frames():
     assert frame is not None and frame.between_arguments == "]<]minimax[>"
 
 
-def test_every_corpus_shape_stores_what_the_analysis_says():
+def test_the_shape_stores_nothing_the_analysis_works_out():
+    stored = {field.name for field in dataclasses.fields(CallsShape)} | {
+        field.name for field in dataclasses.fields(OutputShape)
+    }
+    assert not stored & {"opener", "ends_with", "followers", "server_stops"}
+
+
+def test_every_corpus_shape_analysis_holds_together():
     for description in golden_descriptions(with_calls=True):
         shape = lower(description)
         facts = analysis(shape).calls
         assert facts is not None and shape.calls is not None
         assert analysis(shape) is analysis(shape)  # built once per shape
         name = description.template.name
-        assert (facts.opener, facts.closing, facts.followers) == (
-            shape.calls.opener,
-            shape.calls.ends_with,
-            shape.calls.followers,
-        ), name
+        assert facts.opener == leading_markers(shape.calls.call), name
+        assert set(shape.stops) <= set(facts.followers), name  # a call may end the turn
+        # A server stops on no stop a call opens with (it would cut every call off).
+        opening = [m.text for m in (*shape.calls.section_open[:1], *facts.opener[:1]) if m.text]
+        assert all(not text.startswith(stop) for stop in analysis(shape).server_stops for text in opening), name
+        assert set(analysis(shape).server_stops) <= set(shape.stops), name
         assert facts.call.follow[-1] == facts.call.after, name  # past the call: what may follow one
         assert set(facts.followers) | {END_OF_CALLS} <= set(facts.call.after), name
         assert (CONTENT_AFTER in facts.after_section) == shape.calls.content_after, name

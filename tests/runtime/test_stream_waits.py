@@ -29,7 +29,7 @@ def test_every_wait_is_one_the_state_machine_waits_on(description) -> None:
     parser = Parser(description, TOOLS)
     waits = parser._plan.waits
     assert set(STATE_NAMES) >= {state for state, words in enumerate(waits) if words}
-    if description.calls is not None and parser.shape.calls is not None and parser.shape.calls.opener:
+    if description.calls is not None and parser._plan.call_opening:
         assert waits[stream._AFTER_CALL], "a format whose calls open with a marker waits between calls"
     checked = 0
     for state, words in enumerate(waits):

@@ -102,7 +102,6 @@ def prompted_shape(fmt: PromptedFormat) -> OutputShape:
             None,
             (JsonCallObject(_CALL_LAYOUT),),
             trigger=Trigger(pattern=r'\{\s*"'),
-            stops=fmt.stops,
             json_separators=JSON_SEPARATORS,
         )
         return output_shape(
@@ -114,7 +113,6 @@ def prompted_shape(fmt: PromptedFormat) -> OutputShape:
         (),
         () if fmt.parallel else None,
         block,
-        stops=fmt.stops,
         separator_space=BLOCK_SEPARATOR,
         json_separators=JSON_SEPARATORS,
     )
