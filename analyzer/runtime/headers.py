@@ -245,3 +245,53 @@ def detailed_content_header(shape: OutputShape) -> DetailedContentHeader | None:
             rf"{re.escape(lead)}[ \t]*(?:{token.beginning}|{token.whole}[ \t]*{words}[ \t]*(?:{second_begun}))?"
         ),
     )
+
+
+# A header's words are few: a longer run after a header's start is no header begun again.
+_ABANDONED_LONGEST = 64
+
+
+@dataclass(frozen=True, slots=True)
+class AbandonedHeader:
+    """A header begun and begun again: the first token and a channel word the template writes there,
+    maybe one more word, and then the first token again with no second token between (``<|channel|>
+    commentary to=assistant<|channel|>analysis<|message|>``). ``leads``: the first token with each
+    channel word (watched for); ``whole``: the regex of the text dropped, up to the token again;
+    ``beginning``: that of the text it may have begun as at the end of the output so far."""
+
+    leads: frozenset[str]
+    whole: re.Pattern[str]
+    beginning: re.Pattern[str]
+
+    def waits(self, text: str) -> bool:
+        """Whether ``text`` (which starts with a lead) may still turn out to be a header begun again."""
+        return len(text) <= _ABANDONED_LONGEST and self.beginning.fullmatch(text) is not None
+
+
+def abandoned_header(shape: OutputShape) -> AbandonedHeader | None:
+    """The headers of the call header's tokens begun again, where the template writes those tokens
+    with a channel word between them in its headers; None otherwise."""
+    calls = shape.calls
+    if calls is None or calls.section_open:
+        return None
+    where = _call_header(calls.call)
+    if where is None:
+        return None
+    call = _HEADER_FORM.fullmatch(_header_text(_markers_of(calls.call[where[0] : where[1]])))
+    if call is None:
+        return None
+    first, second = call.group(1), call.group(3)
+    channels = dict.fromkeys((call.group(2).split()[0], *_channel_words(shape, first, second)))
+    if len(channels) < 2:
+        return None  # no other header of the template writes the two tokens with a word between
+    leads = frozenset(first + channel for channel in channels)
+    lead = "|".join(re.escape(text) for text in sorted(leads, key=len, reverse=True))
+    # At most one word after the channel, of the characters header words are made of (a recipient:
+    # ``to=assistant``): prose before the token is no header.
+    words = r"(?:[ \t]+[\w.=:/-]+)?[ \t]*"
+    first_begun = "|".join(re.escape(first[:k]) for k in range(len(first)))
+    return AbandonedHeader(
+        leads,
+        re.compile(rf"(?:{lead}){words}(?={re.escape(first)})"),
+        re.compile(rf"(?:{lead}){words}(?:{first_begun})"),
+    )

@@ -22,7 +22,15 @@ from typing import Any
 
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
-from .headers import DetailedContentHeader, HeaderVariant, call_variants, content_headers, detailed_content_header
+from .headers import (
+    AbandonedHeader,
+    DetailedContentHeader,
+    HeaderVariant,
+    abandoned_header,
+    call_variants,
+    content_headers,
+    detailed_content_header,
+)
 from .match import (
     NEED,
     CallMatch,
@@ -39,6 +47,7 @@ from .message import Delta, Message, ParseError, ParseWarning, Prefill, ToolCall
 from .shape import CallsShape, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, Name, OutputShape, Part
 from .shape_analysis import ByIdentity, analysis, closing_markers, closing_text, leading_markers
 from .tolerance import (
+    ABANDONED_HEADER,
     CALL_LIST,
     CALL_SEPARATOR,
     CODE_FENCE,
@@ -833,6 +842,16 @@ class Stream:
                 self._call_start = 0
                 self._state = _CALL
                 return
+        abandoned = self._plan.abandoned_header
+        if abandoned is not None and word in abandoned.leads:
+            # A header begun and begun again (headers.py): the first is dropped.
+            m = abandoned.whole.match(buf)
+            if m is not None:
+                self._warn(deltas, ABANDONED_HEADER, 0)
+                self._consume(m.end())
+                return
+            if not final and abandoned.waits(buf):
+                return
         if word in self._plan.content_headers:
             # The content wrapper's opener with another channel word the template writes (headers.py).
             self._warn(deltas, HEADER_WORD, 0)
@@ -1542,7 +1561,12 @@ class _Plan:
         # order, tried where the call is no call as written; channel part first, known by its first
         # word. Their matchers are made when first needed (most outputs never need them).
         headers = _SHAPE_HEADERS.get(shape, _headers_of, shape) if calls is not None and not strict else None
-        self._variants, self.content_headers, self.detailed_content_header = headers or ((), frozenset(), None)
+        self._variants, self.content_headers, self.detailed_content_header, self.abandoned_header = headers or (
+            (),
+            frozenset(),
+            None,
+            None,
+        )
         # The first word of a header written channel part first, and the markers up to the name.
         self.reordered = {v.opening[0].text: v.opening for v in self._variants if v.reordered}
         self._reordered_forms: dict[str, _CallForm] = {}
@@ -1701,6 +1725,8 @@ class _Plan:
         watch += [*self.reordered, *self.content_headers]
         if self.detailed_content_header is not None:
             watch.append(self.detailed_content_header.lead)
+        if self.abandoned_header is not None:
+            watch += sorted(self.abandoned_header.leads)
         if calls is not None and calls.section_close and len(calls.section_close[0].text) > 2:
             # A closer some templates write after content (not a bare "]", which is only JSON syntax).
             watch.append(calls.section_close[0].text)
@@ -2050,14 +2076,14 @@ def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
 
 
 _JOINED: ByIdentity[Markers, tuple[str, frozenset[int]]] = ByIdentity()
-_Headers = tuple[tuple[HeaderVariant, ...], frozenset[str], DetailedContentHeader | None]
+_Headers = tuple[tuple[HeaderVariant, ...], frozenset[str], DetailedContentHeader | None, AbandonedHeader | None]
 _SHAPE_HEADERS: ByIdentity[OutputShape, _Headers] = ByIdentity()
 
 
 def _headers_of(shape: OutputShape) -> _Headers:
     """The call header's variants and the content wrapper's other openers (headers.py)."""
     others = frozenset(header.text for header in content_headers(shape))
-    return call_variants(shape), others, detailed_content_header(shape)
+    return call_variants(shape), others, detailed_content_header(shape), abandoned_header(shape)
 
 
 _SHAPE_WAITS: ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = ByIdentity()

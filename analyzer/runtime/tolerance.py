@@ -55,6 +55,10 @@ HEADER_ORDER = "header_order"
 # wrapper's ``<|channel|>final <|constrain|>json<|message|>``): skipped (headers.py).
 HEADER_TOKEN = "header_token"
 
+# A header begun and begun again: its first token and words with no second token, then the first token
+# again (``<|channel|>commentary to=assistant<|channel|>analysis<|message|>``): the first, dropped (headers.py).
+ABANDONED_HEADER = "abandoned_header"
+
 TOLERANCES = {
     MARKER_WHITESPACE: "whitespace between the parts of a marker the template writes joined",
     MISSING_OPENER: "a call without an opening marker the template writes before a distinctive one",
@@ -71,5 +75,6 @@ TOLERANCES = {
     REPEATED_PROMPT_MARKER: "the marker the generation prompt ends with, written again first",
     HEADER_WORD: "a header with another word between its markers, one the template writes there, or its first alone",
     HEADER_ORDER: "a call header's channel part written before the part that names the call",
+    ABANDONED_HEADER: "a header's first token and words, then that token again: the first header dropped",
     HEADER_TOKEN: "a token the template never writes, bracketed as the header's, before a header's last words",
 }

@@ -85,7 +85,6 @@ GPT_BUILTIN = (
     "we keep their text as content: no render shows such a call, and their recipient is no 'to=functions.' "
     "one (container.exec's '<|channel|>commentary<|message|>' is read as a content header, tolerance header_word)"
 )
-GPT_TO_ASSISTANT = "gpt-oss: a 'commentary to=assistant' header is kept in content"
 
 KNOWN = {
     "Qwen3.5-4B:2377": REPEATED_OPENER,
@@ -136,8 +135,6 @@ KNOWN = {
     "openai-gpt-oss-120b:6442": INLINE,
     "openai-gpt-oss-120b:6547": GPT_BUILTIN,
     "openai-gpt-oss-120b:6556": GPT_BUILTIN,
-    "openai-gpt-oss-120b:6567": GPT_TO_ASSISTANT,
-    "openai-gpt-oss-120b:6575": GPT_TO_ASSISTANT,
 }
 
 

@@ -393,6 +393,29 @@ ROWS = {
         "<|channel|>final <b>bold</b>",
         content="<|channel|>final <b>bold</b>",
     ),
+    "a header begun again before reasoning (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        "<|channel|>commentary to=assistant<|channel|>analysis<|message|>Let me see.<|end|><|start|>assistant"
+        "<|channel|>final<|message|>Hello.",
+        content="Hello.",
+        reasoning="Let me see.",
+        warnings=("abandoned_header",),
+        strict=("<|channel|>commentary to=assistantHello.", (), ()),
+    ),
+    "a header begun again before the final channel (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        "<|channel|>analysis<|message|>Let me see.<|end|><|start|>assistant<|channel|>commentary to=assistant"
+        "<|channel|>final<|message|>Hello.",
+        content="Hello.",
+        reasoning="Let me see.",
+        warnings=("abandoned_header",),
+        strict=("<|channel|>commentary to=assistantHello.", (), ()),
+    ),
+    "a channel word and text, no header begun again: content (gpt-oss)": Row(
+        "openai-gpt-oss-120b",
+        "<|channel|>final words here, then <|channel|> later",
+        content="<|channel|>final words here, then <|channel|> later",
+    ),
     "a header word that is no channel of the template is no call (gpt-oss)": Row(
         "openai-gpt-oss-120b",
         '<|channel|>commentary to=assistant<|message|>{"location": "Paris"}',
