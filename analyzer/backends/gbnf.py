@@ -29,7 +29,7 @@ import itertools
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, assert_never
 
 from analyzer.backends.gbnf_text import Rules, char_class, choice, group, literal, optional, ordered, seq
 from analyzer.backends.json_schema_gbnf import PythonRules, SchemaRules
@@ -529,8 +529,9 @@ class _Builder:
     # ------------------------------------------------------------------ one method per part kind
 
     def part(self, part: Part, tool: Tool, stops: str) -> _Piece:
-        """``stops``: the first characters of what may follow an argument, before which argument text of
-        unknown syntax stops (the shape analysis' ``value_stops``)."""
+        """The one place a call part becomes grammar: each kind by its own method. ``stops``: the first
+        characters of what may follow an argument, before which argument text of unknown syntax stops
+        (the shape analysis' ``value_stops``)."""
         match part:
             case Marker():
                 return self.marker(part)
@@ -546,7 +547,9 @@ class _Builder:
                 return self.key_value_args(part, tool, stops)
             case JsonCallObject():
                 return self.json_call_object(part, tool)
-        raise UnsupportedFormat(f"no grammar for call part {part!r}")
+            case _:
+                # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+                assert_never(part)
 
     def marker(self, part: Marker) -> _Piece:
         if not part.text and self.exact:  # whitespace alone between two fields

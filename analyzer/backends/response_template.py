@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from analyzer.errors import Inexpressible, InputError
 from analyzer.runtime.match import form_groups
@@ -151,6 +151,19 @@ def _delimiter(key: str, pattern: str, literal: str | None = None) -> dict[str, 
     """``open``/``close`` as a literal where one will do (transformers commits a literal at once, a
     regex only when the next character shows it cannot go on), else ``open_pattern``/``close_pattern``."""
     return {key: literal} if literal else {f"{key}_pattern": pattern}
+
+
+# The parts that hold a call's arguments, which a region's content parser reads; the other parts of a
+# call are read by its opener and closer.
+CallArguments = JsonArgs | KeyValueArgs | JsonCallObject
+
+
+def _arguments_part(call: tuple[Part, ...]) -> tuple[int, CallArguments] | None:
+    """Where the call's first arguments part stands, and that part."""
+    for k, part in enumerate(call):
+        if isinstance(part, CallArguments):
+            return k, part
+    return None
 
 
 def _ends_with_value(part: Part) -> str:
@@ -357,12 +370,11 @@ class _Builder:
                 self.escaped_names("function names", part.escapes)
         if _json_array_section(calls) and isinstance(first := calls.call[0], JsonCallObject):
             return self.array_section(calls, first)
-        at = next(
-            (k for k, part in enumerate(calls.call) if isinstance(part, (JsonArgs, KeyValueArgs, JsonCallObject))), None
-        )
-        if at is None:
+        found = _arguments_part(calls.call)
+        if found is None:
             raise _Cannot("a call has no arguments part")
-        head, body, tail = calls.call[:at], calls.call[at], calls.call[at + 1 :]
+        at, body = found
+        head, tail = calls.call[:at], calls.call[at + 1 :]
         later = next((part for part in tail if isinstance(part, (Name, CallId))), None)
         if later is not None:
             what = "name" if isinstance(later, Name) else "id"
@@ -480,17 +492,7 @@ class _Builder:
     def sequence(self, parts: tuple[Part, ...], ends: str = "") -> str:
         """Markers and the fields around the arguments as one regex, whitespace free between them.
         ``ends``: the characters what follows the last part may start with."""
-        pieces = []
-        for k, part in enumerate(parts):
-            after = parts[k + 1] if k + 1 < len(parts) else None
-            if isinstance(part, Name) and isinstance(after, Marker):
-                # Up to the marker after it, or, where whitespace is written after it, up to that.
-                pieces.append(rf"(?P<name>{_NAME_BEFORE_MARKER if after.text else _NAME_BEFORE_SPACE})")
-            elif isinstance(part, Name) and after is None and ends:
-                # The runtime reads a name up to what may follow it.
-                pieces.append(rf"(?P<name>[^\s{''.join(re.escape(ch) for ch in sorted(set(ends)))}]+)")
-            else:
-                pieces.append(self.part(part))
+        pieces = [self.part(part, parts[k + 1] if k + 1 < len(parts) else None, ends) for k, part in enumerate(parts)]
         return r"\s*".join(piece for piece in pieces if piece)
 
     def escaped_names(self, what: str, escapes: Escapes) -> None:
@@ -504,21 +506,38 @@ class _Builder:
                 "those characters would come back as written",
             )
 
-    def part(self, part: Part) -> str:
+    def part(self, part: Part, after: Part | None, ends: str) -> str:
+        """The one place a call part becomes regex in a region's opener or closer. ``after``: the part
+        that follows it; ``ends``: the characters what follows the last part may start with. The
+        arguments are read by a content parser (``arguments``), so no regex reads a second one."""
         match part:
             case Marker():
                 return re.escape(part.text)
             case Name():
-                return rf"(?P<name>{_NAME})"
+                return self.name(after, ends)
             case CallId():
                 return rf"(?P<id>{id_pattern(part.form)})"
             case Index():
                 return r"\d+"
-        raise _Cannot(f"a {part.kind} part besides the arguments is not read by any content parser")
+            case JsonArgs() | KeyValueArgs() | JsonCallObject():
+                raise _Cannot(f"a {part.kind} part besides the arguments is not read by any content parser")
+            case _:
+                # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+                assert_never(part)
 
-    def arguments(self, part: Part, braced: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """The content parser, its arguments and the transform for a call's arguments part; ``braced``:
-        the call writes '{' and '}' right around it."""
+    def name(self, after: Part | None, ends: str) -> str:
+        """The function name as a named group, reaching as far as the runtime reads it: up to what follows."""
+        if isinstance(after, Marker):
+            # Up to the marker after it, or, where whitespace is written after it, up to that.
+            return rf"(?P<name>{_NAME_BEFORE_MARKER if after.text else _NAME_BEFORE_SPACE})"
+        if after is None and ends:
+            # The runtime reads a name up to what may follow it.
+            return rf"(?P<name>[^\s{''.join(re.escape(ch) for ch in sorted(set(ends)))}]+)"
+        return rf"(?P<name>{_NAME})"
+
+    def arguments(self, part: CallArguments, braced: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """The one place a call's arguments part becomes a content parser: that parser, its arguments
+        and the transform; ``braced``: the call writes '{' and '}' right around it."""
         match part:
             case JsonArgs():
                 return self.json_args(part)
@@ -526,7 +545,8 @@ class _Builder:
                 return "json", {}, _json_call_transform(part.layout, "content.")
             case KeyValueArgs():
                 return self.key_value_args(part, braced)
-        raise _Cannot(f"no content parser reads a {part.kind} part")
+            case _:
+                assert_never(part)
 
     def json_args(self, part: JsonArgs) -> tuple[str, dict[str, Any], dict[str, Any]]:
         if part.encoding == "string":
