@@ -721,19 +721,25 @@ def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:
         value = rf"(?:{re.escape(wrapper[0])}{value}{re.escape(wrapper[1])}|{value})"
     pattern = ""
     for k, part in enumerate(parts):
-        if isinstance(part, ArgKey):
-            following = parts[k + 1] if k + 1 < len(parts) else None
-            marked = isinstance(following, Marker) and bool(following.text)
-            pattern += rf"(?P<key>{_NAME_BEFORE_MARKER if marked else _NAME})"
-        elif isinstance(part, ArgValue):
-            pattern += (
-                (f"(?:{_spaces(before)})?" if before else "") + value + (f"(?:{_spaces(after)})?" if after else "")
-            )
-        elif part.text:
-            # Whitespace before a marker is free, except right after the value, where it was trimmed.
-            if k and not isinstance(parts[k - 1], ArgValue):
-                pattern += r"\s*"
-            pattern += re.escape(part.text)
+        match part:
+            case ArgKey():
+                following = parts[k + 1] if k + 1 < len(parts) else None
+                marked = isinstance(following, Marker) and bool(following.text)
+                pattern += rf"(?P<key>{_NAME_BEFORE_MARKER if marked else _NAME})"
+            case ArgValue():
+                pattern += (
+                    (f"(?:{_spaces(before)})?" if before else "") + value + (f"(?:{_spaces(after)})?" if after else "")
+                )
+            case Marker():
+                if not part.text:
+                    continue  # whitespace alone: no text to match; the whitespace next to a marker takes it
+                # Whitespace before a marker is free, except right after the value, where it was trimmed.
+                if k and not isinstance(parts[k - 1], ArgValue):
+                    pattern += r"\s*"
+                pattern += re.escape(part.text)
+            case _:
+                # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+                assert_never(part)
     return pattern
 
 

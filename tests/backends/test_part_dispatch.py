@@ -4,11 +4,14 @@ Each backend turns a call part into its output in one place, a ``match`` on the 
 ``assert_never`` default (mypy strict proves the cases exhaustive): the grammar's ``_Builder.part``,
 the response_template's ``_Builder.part`` (a part around the arguments, as regex) and
 ``_Builder.arguments`` (the arguments part, as a content parser), and the trigger ``lower`` derives
-from the part a call opens with. Here every kind of ``Part``, as ``typing.get_args`` lists the
-union, is sent through each of them, each a real part of a corpus template's lowered golden shape
-(or of the prompted format's), in that shape's context. A kind added to the union fails here until
-a shape has one and every backend handles it; a case dropped from a backend fails here (its part
-reaches ``assert_never``) as it fails mypy.
+from the part a call opens with; and the parts of an argument form (``ArgPart``): the grammar's
+``_Builder.argument`` and the response_template's ``_tag_pattern``.
+
+Here every kind of ``Part`` and of ``ArgPart``, as ``typing.get_args`` lists the union, is sent through
+each of them: every such part of a corpus template's lowered golden shape (and of the prompted
+format's), in that shape's context. A kind added to a union fails here until a shape has one and every
+backend handles it; a case dropped from a backend fails here (its part reaches ``assert_never``) as it
+fails mypy; a case that refuses every part of its kind fails here too.
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ from helpers.grammar import TOOLS, WEATHER_TOOL
 from analyzer.backends import gbnf, response_template
 from analyzer.backends.prompted.format import STYLES, prompted_format, prompted_shape
 from analyzer.lower import lower, trigger_for
-from analyzer.runtime.shape import OutputShape, Part, Trigger
+from analyzer.runtime.shape import ArgPart, ArgumentShape, KeyValueArgs, OutputShape, Part, Trigger
 from analyzer.tools import declared_tools
 
 PART_KINDS: tuple[type, ...] = typing.get_args(Part)
 ARGUMENT_KINDS: tuple[type, ...] = typing.get_args(response_template.CallArguments)
+ARG_PART_KINDS: tuple[type, ...] = typing.get_args(ArgPart)
 WEATHER = declared_tools([WEATHER_TOOL])[0]
 
 
@@ -48,21 +52,55 @@ class Sample:
         return self.shape.calls.call[self.position]
 
 
+@dataclass(frozen=True)
+class FormSample:
+    """An argument form holding a part of the kind tested, in the arguments part at ``sample``."""
+
+    sample: Sample
+    form: ArgumentShape
+
+    @property
+    def where(self) -> str:
+        return f"{self.sample.where} ({self.form.json_type})"
+
+    @property
+    def arguments(self) -> KeyValueArgs:
+        assert isinstance(self.sample.part, KeyValueArgs)
+        return self.sample.part
+
+
+@cache
+def shapes() -> list[tuple[str, OutputShape]]:
+    """The golden shapes by template name, and the prompted formats'."""
+    found = [(d.template.name, lower(d)) for d in golden_descriptions(with_calls=True)]
+    return found + [(f"prompted {style}", prompted_shape(prompted_format(TOOLS, style=style))) for style in STYLES]
+
+
 @cache
 def samples() -> dict[type, list[Sample]]:
-    """Every call part of the golden shapes and the prompted formats', by kind."""
-    shapes = [(d.template.name, lower(d)) for d in golden_descriptions(with_calls=True)]
-    shapes += [(f"prompted {style}", prompted_shape(prompted_format(TOOLS, style=style))) for style in STYLES]
+    """Every call part of the shapes, by kind."""
     found: dict[type, list[Sample]] = {}
-    for where, shape in shapes:
+    for where, shape in shapes():
         assert shape.calls is not None
         for k, part in enumerate(shape.calls.call):
             found.setdefault(type(part), []).append(Sample(where, shape, k))
     return found
 
 
-def samples_of(kind: type) -> list[Sample]:
-    found = samples().get(kind)
+@cache
+def form_samples() -> dict[type, list[FormSample]]:
+    """Every argument form of the shapes, by the kinds of part it holds."""
+    found: dict[type, list[FormSample]] = {}
+    for s in samples().get(KeyValueArgs, []):
+        assert isinstance(s.part, KeyValueArgs)
+        for form in s.part.forms:
+            for kind in dict.fromkeys(type(part) for part in form.parts):
+                found.setdefault(kind, []).append(FormSample(s, form))
+    return found
+
+
+def samples_of(kind: type, by_kind: dict[type, list[Sample]] | dict[type, list[FormSample]]) -> list[typing.Any]:
+    found = by_kind.get(kind)
     assert found, f"no corpus template nor prompted format writes a {kind.__name__} part to test with"
     return found
 
@@ -141,8 +179,50 @@ def test_every_backend_handles_every_kind(dispatch: str, kind: type) -> None:
     """Every corpus part of the kind reaches its case, which writes it or refuses it with a reason; the
     kinds the dispatch writes, it writes for some part."""
     handler = DISPATCHES[dispatch]
-    written = [s.where for s in samples_of(kind) if handler.handle(s)]
+    written = [s.where for s in samples_of(kind, samples()) if handler.handle(s)]
     assert bool(written) == (kind in handler.writes), f"{dispatch} wrote {kind.kind} for {written[:3]}"
+
+
+# --------------------------------------------------------------------------- the parts of an argument form
+
+
+def grammar_argument(s: FormSample) -> bool:
+    calls = s.sample.shape.calls
+    assert calls is not None
+    for exact in (True, False):
+        builder = gbnf._Builder(s.sample.shape, calls, exact=exact)
+        stops = builder.facts.call.value_stops(s.sample.position)
+        assert builder.argument(s.form, "location", {"type": s.form.json_type}, "location", stops)
+    return True
+
+
+def response_template_tag(s: FormSample) -> bool:
+    """A form is a tag pattern, or none where nothing literal ends its value."""
+    pattern = response_template._tag_pattern(s.form, s.arguments.string_wrapper)
+    if pattern is None:
+        return False
+    # Not compiled: a form that writes its key twice (MiniMax-M3's <KEY>value</KEY>) names the group
+    # twice, which Python's re refuses; what transformers reads is test_response_template's to check.
+    assert "(?P<key>" in pattern and "(?P<value>" in pattern
+    return True
+
+
+ARGUMENT_DISPATCHES: dict[str, Callable[[FormSample], bool]] = {
+    "grammar argument": grammar_argument,
+    "response_template tag pattern": response_template_tag,
+}
+
+
+@pytest.mark.parametrize(
+    ("dispatch", "kind"),
+    [(name, kind) for name in ARGUMENT_DISPATCHES for kind in ARG_PART_KINDS],
+    ids=lambda value: getattr(value, "kind", value),
+)
+def test_every_backend_handles_every_argument_part(dispatch: str, kind: type) -> None:
+    """Every corpus argument form holding a part of the kind goes through the dispatch, which writes
+    some of them."""
+    written = [s.where for s in samples_of(kind, form_samples()) if ARGUMENT_DISPATCHES[dispatch](s)]
+    assert written, f"{dispatch} wrote no form holding a {kind.kind} part"
 
 
 def test_the_part_kinds() -> None:
@@ -152,3 +232,4 @@ def test_the_part_kinds() -> None:
     kinds = [cls.kind for cls in PART_KINDS]
     assert len(PART_KINDS) >= 7 and len(set(kinds)) == len(kinds)
     assert set(ARGUMENT_KINDS) < set(PART_KINDS)
+    assert len({cls.kind for cls in ARG_PART_KINDS}) == len(ARG_PART_KINDS) >= 3
