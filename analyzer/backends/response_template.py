@@ -436,10 +436,10 @@ class _Builder:
         region["transform"] = transform
         return region
 
-    def opener(self, calls: CallsShape, head: tuple[Part, ...], arguments: _Edges) -> dict[str, str]:
+    def opener(self, calls: CallsShape, head: tuple[Part, ...], edges: _Edges) -> dict[str, str]:
         """What a call writes before its arguments, after the section opener or the separator."""
         before = [_flex(calls.section_open), _flex(calls.separator or ())]
-        pattern = self.sequence(head, arguments.starts)
+        pattern = self.sequence(head, edges.starts)
         literal_first = bool(head) and isinstance(head[0], Marker) and bool(head[0].text)
         if literal_first:
             lead = _either(before)
@@ -455,18 +455,18 @@ class _Builder:
                 )
             prefix = _flex(self.shape.prefix)
             starts.append(rf"\A\s*(?:{prefix})?" if prefix else r"\A")
-        if arguments.json_call is not None and not head:
-            first = _json_call_lookahead(arguments.json_call)
+        if edges.json_call is not None and not head:
+            first = _json_call_lookahead(edges.json_call)
             return {"open_pattern": rf"\s*(?:{_either(starts)}\s*)?{first}" if starts else rf"\s*{first}"}
         if not starts:
             raise _Cannot(
                 "a call opens with its name, and neither a section opener nor a separator marks where one starts"
             )
-        if arguments.json_after_name and not any(isinstance(p, Marker) and p.text for p in head):
+        if edges.json_after_name and not any(isinstance(p, Marker) and p.text for p in head):
             pattern += r"\s*(?=[\[{])"  # the name alone is any word: a call is a name then its JSON
         return {"open_pattern": rf"\s*{_either(starts)}\s*{pattern}"}
 
-    def closer(self, calls: CallsShape, tail: tuple[Part, ...], arguments: _Edges) -> dict[str, str]:
+    def closer(self, calls: CallsShape, tail: tuple[Part, ...], edges: _Edges) -> dict[str, str]:
         """What a call writes after its arguments, with the section closer after it; a call that ends
         with its arguments closes where what may follow it begins."""
         written = self.sequence(tail)
@@ -474,11 +474,11 @@ class _Builder:
             single = tail[0].text if len(tail) == 1 and isinstance(tail[0], Marker) else None
             return _delimiter("close", rf"\s*{written}", single)
         follow = [re.escape(text) for text in calls.followers if text]
-        if arguments.json_call is not None and not any(isinstance(p, Marker) and p.text for p in calls.call):
-            follow.append(_json_call_lookahead(arguments.json_call)[3:-1])  # the next call, bare JSON too
+        if edges.json_call is not None and not any(isinstance(p, Marker) and p.text for p in calls.call):
+            follow.append(_json_call_lookahead(edges.json_call)[3:-1])  # the next call, bare JSON too
         if not follow:
             return {}
-        return {"close_pattern": rf"{arguments.ends_after}(?=\s*{_either(follow)})"}
+        return {"close_pattern": rf"{edges.ends_after}(?=\s*{_either(follow)})"}
 
     def _inside_braces(
         self, calls: CallsShape, head: tuple[Part, ...], tail: tuple[Part, ...]
@@ -532,8 +532,8 @@ class _Builder:
 
     def part(self, part: Part, after: Part | None, ends: str) -> str:
         """The one place a call part becomes regex in a region's opener or closer. ``after``: the part
-        that follows it; ``ends``: the characters what follows the last part may start with. The
-        arguments are read by a content parser (``arguments``), so no regex reads a second one."""
+        that follows it; ``ends``: the characters what follows the last part may start with. An
+        arguments part here is a second one: a region's content parser (``arguments``) reads one only."""
         match part:
             case Marker():
                 return re.escape(part.text)
