@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import assert_never
 
 from analyzer.description import (
     ArgumentForm,
@@ -242,17 +243,29 @@ def trigger_for(section_open: Markers, call: tuple[Part, ...]) -> Trigger:
     at_start = not section_open and bool(call) and isinstance(call[0], Name)
     if section_open:
         return _word_trigger(section_open[0].text, at_start)
-    first = call[0] if call else None
-    if isinstance(first, Marker):
-        return _word_trigger(first.text, at_start)
-    if isinstance(first, JsonCallObject):
-        layout = first.layout
-        if layout.name_is_key or not layout.key_order:
-            return Trigger(pattern=r'\{\s*"', at_start=at_start)
-        return Trigger(pattern=r'\{\s*"' + re.escape(layout.key_order[0]) + '"', at_start=at_start)
-    if isinstance(first, Name):
-        return Trigger(tool_name=True, at_start=True)
-    return Trigger(at_start=True)
+    if not call:
+        return Trigger(at_start=True)
+    return _call_trigger(call[0], at_start)
+
+
+def _call_trigger(first: Part, at_start: bool) -> Trigger:
+    """The one place a part's kind says where calls start, for calls that open with that part."""
+    match first:
+        case Marker():
+            return _word_trigger(first.text, at_start)
+        case JsonCallObject():
+            layout = first.layout
+            if layout.name_is_key or not layout.key_order:
+                return Trigger(pattern=r'\{\s*"', at_start=at_start)
+            return Trigger(pattern=r'\{\s*"' + re.escape(layout.key_order[0]) + '"', at_start=at_start)
+        case Name():
+            return Trigger(tool_name=True, at_start=True)
+        case CallId() | Index() | JsonArgs() | KeyValueArgs():
+            # No word or pattern opens such a call for a lazy grammar or the parser to watch for.
+            return Trigger(at_start=True)
+        case _:
+            # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+            assert_never(first)
 
 
 def _word_trigger(word: str, at_start: bool) -> Trigger:

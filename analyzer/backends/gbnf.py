@@ -29,7 +29,7 @@ import itertools
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, assert_never
 
 from analyzer.backends.gbnf_text import Rules, char_class, choice, group, literal, optional, ordered, seq
 from analyzer.backends.json_schema_gbnf import PythonRules, SchemaRules
@@ -40,6 +40,7 @@ from analyzer.runtime.shape import (
     ArgKey,
     ArgPart,
     ArgumentShape,
+    ArgValue,
     CallId,
     CallsShape,
     IdForm,
@@ -530,8 +531,9 @@ class _Builder:
     # ------------------------------------------------------------------ one method per part kind
 
     def part(self, part: Part, tool: Tool, stops: str) -> _Piece:
-        """``stops``: the first characters of what may follow an argument, before which argument text of
-        unknown syntax stops (the shape analysis' ``value_stops``)."""
+        """The one place a call part becomes grammar: each kind by its own method. ``stops``: the first
+        characters of what may follow an argument, before which argument text of unknown syntax stops
+        (the shape analysis' ``value_stops``)."""
         match part:
             case Marker():
                 return self.marker(part)
@@ -547,7 +549,9 @@ class _Builder:
                 return self.key_value_args(part, tool, stops)
             case JsonCallObject():
                 return self.json_call_object(part, tool)
-        raise UnsupportedFormat(f"no grammar for call part {part!r}")
+            case _:
+                # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+                assert_never(part)
 
     def marker(self, part: Marker) -> _Piece:
         if not part.text and self.exact:  # whitespace alone between two fields
@@ -674,8 +678,9 @@ class _Builder:
         )
 
     def argument(self, form: ArgumentShape, key: str, schema: Any, hint: str, stops: str) -> str:
-        """One argument by its form's parts. ``stops``: the first characters of what may follow the
-        argument, before which a value that ends the form stops when its syntax is not known."""
+        """One argument by its form's parts, each by its kind. ``stops``: the first characters of what
+        may follow the argument, before which a value that ends the form stops when its syntax is not
+        known."""
         pieces: list[_Piece] = []
         if self.exact:
             parts = _space_into_markers(form.parts)
@@ -685,71 +690,86 @@ class _Builder:
         i = 0
         while i < len(parts):
             item = parts[i]
-            if isinstance(item, Marker):
-                pieces.append(self.marker(item))
-                i += 1
-                continue
-            if isinstance(item, ArgKey):
-                written = escape_name(key, item.escapes)
-                pieces.append(_Piece(literal(written), first=written, last=written))
-                i += 1
-                continue
-            ends = _run(parts, i + 1, 1)
-            if form.syntax == "raw" and ends and _string_choices(schema):
-                # A raw string with an enum (or const): one of its values, not any text, so a model
-                # cannot write a value the schema refuses.
-                # The whitespace around it is written exactly as the template does: the parser takes
-                # the template's own whitespace off a raw value and keeps any other.
-                opened = _run(parts, i - 1, -1)
-                if pieces:
-                    pieces[-1] = replace(pieces[-1], trail="")
-                values = choice(literal(value) for value in _string_choices(schema))
-                pieces.append(
-                    _Piece(
-                        seq(
-                            literal(opened[-1].trail) if opened and opened[-1].trail else "",
-                            values,
-                            literal(ends[0].lead) if ends[0].lead else "",
-                        )
+            match item:
+                case Marker():
+                    pieces.append(self.marker(item))
+                    i += 1
+                case ArgKey():
+                    written = escape_name(key, item.escapes)
+                    pieces.append(_Piece(literal(written), first=written, last=written))
+                    i += 1
+                case ArgValue():
+                    i = self.argument_value(form, parts, i, pieces, schema, hint, stops)
+                case _:
+                    # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+                    assert_never(item)
+        return self.join(pieces).expr
+
+    def argument_value(
+        self,
+        form: ArgumentShape,
+        parts: list[ArgPart],
+        i: int,
+        pieces: list[_Piece],
+        schema: Any,
+        hint: str,
+        stops: str,
+    ) -> int:
+        """The value at ``parts[i]``, added to ``pieces`` (whose last piece may give up the whitespace
+        after it to the value); returns where the parts after it go on: raw text takes the markers
+        that end it in."""
+        ends = _run(parts, i + 1, 1)
+        if form.syntax == "raw" and ends and _string_choices(schema):
+            # A raw string with an enum (or const): one of its values, not any text, so a model
+            # cannot write a value the schema refuses.
+            # The whitespace around it is written exactly as the template does: the parser takes
+            # the template's own whitespace off a raw value and keeps any other.
+            opened = _run(parts, i - 1, -1)
+            if pieces:
+                pieces[-1] = replace(pieces[-1], trail="")
+            values = choice(literal(value) for value in _string_choices(schema))
+            pieces.append(
+                _Piece(
+                    seq(
+                        literal(opened[-1].trail) if opened and opened[-1].trail else "",
+                        values,
+                        literal(ends[0].lead) if ends[0].lead else "",
                     )
                 )
-                pieces.append(replace(self.marker(ends[0]), lead=""))
-                pieces.extend(self.markers(ends[1:]))
-                i += 1 + len(ends)
-            elif form.syntax == "raw" and ends:
-                self.unchecked(schema, hint, "a value written as raw text")
-                # Raw text runs to the next marker and takes it in; whitespace around it is the text's
-                # (exact: but for the template's own, written before the text and before the marker).
-                if self.exact:
-                    stop = ends[0].lead + ends[0].text
-                else:
-                    stop = ends[0].text
-                    if pieces:
-                        pieces[-1] = replace(pieces[-1], trail="")
-                pieces.append(_Piece(text_until(self.rules, "raw-text", stop), trail=ends[0].trail, last=ends[0].text))
-                pieces.extend(self.markers(ends[1:]))
-                i += 1 + len(ends)  # the markers after it are taken
-            elif form.syntax in ("json", "python"):
-                rules = self.json if form.syntax == "json" else self.python
-                pieces.append(_Piece(rules.value(schema, hint), lead=self.value_space, trail=self.value_space))
-                i += 1
-            elif (tag := form_tag_frame(form)) is not None and (
-                nested := self.tag_value(tag, schema, hint)
-            ) is not None:
-                # An object or array written as nested tags in the argument form (MiniMax-M3).
-                pieces.append(_Piece(nested))
-                i += 1
-            elif form.syntax == "raw" and _string_choices(schema):
-                # A raw string with nothing written after it (f(unit=kelvin)): still one of its values.
-                pieces.append(_Piece(choice(literal(value) for value in _string_choices(schema))))
-                i += 1
+            )
+            pieces.append(replace(self.marker(ends[0]), lead=""))
+            pieces.extend(self.markers(ends[1:]))
+            return i + 1 + len(ends)
+        if form.syntax == "raw" and ends:
+            self.unchecked(schema, hint, "a value written as raw text")
+            # Raw text runs to the next marker and takes it in; whitespace around it is the text's
+            # (exact: but for the template's own, written before the text and before the marker).
+            if self.exact:
+                stop = ends[0].lead + ends[0].text
             else:
-                self.unchecked(schema, hint, "a value written in the template's own notation")
-                # Unknown syntax (or raw text with no marker after it): text up to the next marker,
-                # brackets balanced so a nested object or list may hold that marker's first character.
-                pieces.append(_Piece(self.loose(ends[0].text[0] if ends else stops)))
-                i += 1
-        return self.join(pieces).expr
+                stop = ends[0].text
+                if pieces:
+                    pieces[-1] = replace(pieces[-1], trail="")
+            pieces.append(_Piece(text_until(self.rules, "raw-text", stop), trail=ends[0].trail, last=ends[0].text))
+            pieces.extend(self.markers(ends[1:]))
+            return i + 1 + len(ends)  # the markers after it are taken
+        if form.syntax in ("json", "python"):
+            rules = self.json if form.syntax == "json" else self.python
+            pieces.append(_Piece(rules.value(schema, hint), lead=self.value_space, trail=self.value_space))
+            return i + 1
+        if (tag := form_tag_frame(form)) is not None and (nested := self.tag_value(tag, schema, hint)) is not None:
+            # An object or array written as nested tags in the argument form (MiniMax-M3).
+            pieces.append(_Piece(nested))
+            return i + 1
+        if form.syntax == "raw" and _string_choices(schema):
+            # A raw string with nothing written after it (f(unit=kelvin)): still one of its values.
+            pieces.append(_Piece(choice(literal(value) for value in _string_choices(schema))))
+            return i + 1
+        self.unchecked(schema, hint, "a value written in the template's own notation")
+        # Unknown syntax (or raw text with no marker after it): text up to the next marker,
+        # brackets balanced so a nested object or list may hold that marker's first character.
+        pieces.append(_Piece(self.loose(ends[0].text[0] if ends else stops)))
+        return i + 1
 
     def tag_value(self, tag: TagFrame, schema: Any, hint: str) -> str | None:
         """An object's members or an array's items as tags in the argument form, nested; None for a

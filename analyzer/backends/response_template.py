@@ -8,7 +8,9 @@ transform. Text outside every region goes to the one field without an opener (he
 is dropped when no field lacks one. The parser sees the prompt too: ``start_anchor`` marks where the
 message starts in it, so what the prompt pre-writes (an opened ``<think>``) is read as the model's.
 
-``to_response_template(shape)`` writes the shape in those terms, one method per kind of call part:
+``to_response_template(shape)`` writes the shape in those terms, a call's parts by their kind (the
+parts around the arguments as regex by ``_Builder.part``, the arguments as a content parser by
+``_Builder.arguments``, each one ``match`` over the kinds):
 
 - ``thinking``: the reasoning block, from its open to its close marker, or to a call or the content's
   opener where the model skips the close;
@@ -34,7 +36,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from analyzer.errors import Inexpressible, InputError
 from analyzer.runtime.match import form_groups
@@ -153,12 +155,52 @@ def _delimiter(key: str, pattern: str, literal: str | None = None) -> dict[str, 
     return {key: literal} if literal else {f"{key}_pattern": pattern}
 
 
-def _ends_with_value(part: Part) -> str:
-    """A lookbehind for the '}' a JSON object ends with, so a call that ends with its arguments closes
-    only after one: inside valid JSON, '}' is never followed by whitespace and the next call's opener."""
-    if isinstance(part, (JsonCallObject, JsonArgs)):
-        return r"(?<=\})"
-    return ""
+# The parts that hold a call's arguments, which a region's content parser reads; the other parts of a
+# call are read by its opener and closer.
+CallArguments = JsonArgs | KeyValueArgs | JsonCallObject
+
+
+def _arguments_part(call: tuple[Part, ...]) -> tuple[int, CallArguments] | None:
+    """Where the call's first arguments part stands, and that part."""
+    for k, part in enumerate(call):
+        if isinstance(part, CallArguments):
+            return k, part
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Edges:
+    """What a call's opener and closer need to know of the arguments between them."""
+
+    # The characters they may start with: a name right before them reads up to one of these.
+    starts: str = "{["
+    # A lookbehind for what they end with, where a call that ends with its arguments closes at what
+    # follows it: inside valid JSON, '}' is never followed by whitespace and the next call's opener.
+    ends_after: str = ""
+    # They are a JSON value written after the name: with nothing literal before them, a call opens only
+    # where such a value starts (the name alone is any word).
+    json_after_name: bool = False
+    # Where they are the whole call as one JSON object, its layout: a call without markers opens with
+    # its first key.
+    json_call: JsonCall | None = None
+
+
+# Arguments read as one JSON object: a JSON value that ends with '}'.
+_JSON_OBJECT = _Edges(ends_after=r"(?<=\})", json_after_name=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """How a call's region reads its arguments part: the ``content`` parser with ``content_args``, the
+    ``transform`` that makes a call of what it read, the ``edges`` its opener and closer meet, and
+    whether the '{' and '}' the call writes around them belong to them (``in_braces``: read as one
+    object in the template's notation)."""
+
+    content: str
+    content_args: dict[str, Any]
+    transform: dict[str, Any]
+    edges: _Edges
+    in_braces: bool = False
 
 
 def _prompt_text_in_block(shape: OutputShape) -> str:
@@ -357,12 +399,11 @@ class _Builder:
                 self.escaped_names("function names", part.escapes)
         if _json_array_section(calls) and isinstance(first := calls.call[0], JsonCallObject):
             return self.array_section(calls, first)
-        at = next(
-            (k for k, part in enumerate(calls.call) if isinstance(part, (JsonArgs, KeyValueArgs, JsonCallObject))), None
-        )
-        if at is None:
+        found = _arguments_part(calls.call)
+        if found is None:
             raise _Cannot("a call has no arguments part")
-        head, body, tail = calls.call[:at], calls.call[at], calls.call[at + 1 :]
+        at, body = found
+        head, tail = calls.call[:at], calls.call[at + 1 :]
         later = next((part for part in tail if isinstance(part, (Name, CallId))), None)
         if later is not None:
             what = "name" if isinstance(later, Name) else "id"
@@ -379,31 +420,26 @@ class _Builder:
             and isinstance(tail[0], Marker)
             and tail[0].text.startswith("}")
         )
-        content, args, transform = self.arguments(body, braced)
-        if content == "json" and isinstance(body, KeyValueArgs):
-            # Arguments read as one object in the template's notation: the braces are the value's.
+        reading = self.arguments(body, at, braced)
+        transform = reading.transform
+        if reading.in_braces:
             opener, closer = self._inside_braces(calls, head, tail)
         else:
-            opener, closer = self.opener(calls, head, body), self.closer(calls, tail, body)
+            opener, closer = self.opener(calls, head, reading.edges), self.closer(calls, tail, reading.edges)
         region.update(opener)
         region.update(closer)
-        region.update({"repeats": True, "content": content})
-        if args:
-            region["content_args"] = args
+        region.update({"repeats": True, "content": reading.content})
+        if reading.content_args:
+            region["content_args"] = reading.content_args
         if any(isinstance(part, CallId) for part in head) and "id" not in transform:
             transform = {"id": "{id}", **transform}
         region["transform"] = transform
         return region
 
-    def opener(self, calls: CallsShape, head: tuple[Part, ...], body: Part) -> dict[str, str]:
+    def opener(self, calls: CallsShape, head: tuple[Part, ...], edges: _Edges) -> dict[str, str]:
         """What a call writes before its arguments, after the section opener or the separator."""
         before = [_flex(calls.section_open), _flex(calls.separator or ())]
-        facts = analysis(self.shape).calls
-        assert facts is not None
-        # What the arguments may start with (what follows them, where there may be none); read as one
-        # JSON value, a bracket.
-        arguments_start = facts.call.arguments_start(len(head)) if isinstance(body, KeyValueArgs) else "{["
-        pattern = self.sequence(head, arguments_start)
+        pattern = self.sequence(head, edges.starts)
         literal_first = bool(head) and isinstance(head[0], Marker) and bool(head[0].text)
         if literal_first:
             lead = _either(before)
@@ -419,18 +455,18 @@ class _Builder:
                 )
             prefix = _flex(self.shape.prefix)
             starts.append(rf"\A\s*(?:{prefix})?" if prefix else r"\A")
-        if isinstance(body, JsonCallObject) and not head:
-            first = _json_call_lookahead(body.layout)
+        if edges.json_call is not None and not head:
+            first = _json_call_lookahead(edges.json_call)
             return {"open_pattern": rf"\s*(?:{_either(starts)}\s*)?{first}" if starts else rf"\s*{first}"}
         if not starts:
             raise _Cannot(
                 "a call opens with its name, and neither a section opener nor a separator marks where one starts"
             )
-        if isinstance(body, JsonArgs) and not any(isinstance(p, Marker) and p.text for p in head):
+        if edges.json_after_name and not any(isinstance(p, Marker) and p.text for p in head):
             pattern += r"\s*(?=[\[{])"  # the name alone is any word: a call is a name then its JSON
         return {"open_pattern": rf"\s*{_either(starts)}\s*{pattern}"}
 
-    def closer(self, calls: CallsShape, tail: tuple[Part, ...], body: Part) -> dict[str, str]:
+    def closer(self, calls: CallsShape, tail: tuple[Part, ...], edges: _Edges) -> dict[str, str]:
         """What a call writes after its arguments, with the section closer after it; a call that ends
         with its arguments closes where what may follow it begins."""
         written = self.sequence(tail)
@@ -440,11 +476,11 @@ class _Builder:
         facts = analysis(self.shape).calls
         assert facts is not None
         follow = [re.escape(text) for text in facts.followers if text]
-        if isinstance(body, JsonCallObject) and not any(isinstance(p, Marker) and p.text for p in calls.call):
-            follow.append(_json_call_lookahead(body.layout)[3:-1])  # the next call, bare JSON too
+        if edges.json_call is not None and not any(isinstance(p, Marker) and p.text for p in calls.call):
+            follow.append(_json_call_lookahead(edges.json_call)[3:-1])  # the next call, bare JSON too
         if not follow:
             return {}
-        return {"close_pattern": rf"{_ends_with_value(body)}(?=\s*{_either(follow)})"}
+        return {"close_pattern": rf"{edges.ends_after}(?=\s*{_either(follow)})"}
 
     def _inside_braces(
         self, calls: CallsShape, head: tuple[Part, ...], tail: tuple[Part, ...]
@@ -455,8 +491,8 @@ class _Builder:
         assert isinstance(last, Marker) and isinstance(first, Marker)
         head = (*head[:-1], Marker(last.text[:-1], last.lead)) if last.text[:-1] else head[:-1]
         tail = (Marker(first.text[1:], "", first.trail), *tail[1:]) if first.text[1:] else tail[1:]
-        opener = self.opener(calls, head, JsonArgs("object"))["open_pattern"] + r"(?=\{)"
-        closer = self.closer(calls, tail, JsonArgs("object"))
+        opener = self.opener(calls, head, _JSON_OBJECT)["open_pattern"] + r"(?=\{)"
+        closer = self.closer(calls, tail, _JSON_OBJECT)
         pattern = closer.get("close_pattern") or re.escape(closer.get("close", ""))
         return {"open_pattern": opener}, {"close_pattern": r"(?<=\})" + pattern}
 
@@ -482,17 +518,7 @@ class _Builder:
     def sequence(self, parts: tuple[Part, ...], ends: str = "") -> str:
         """Markers and the fields around the arguments as one regex, whitespace free between them.
         ``ends``: the characters what follows the last part may start with."""
-        pieces = []
-        for k, part in enumerate(parts):
-            after = parts[k + 1] if k + 1 < len(parts) else None
-            if isinstance(part, Name) and isinstance(after, Marker):
-                # Up to the marker after it, or, where whitespace is written after it, up to that.
-                pieces.append(rf"(?P<name>{_NAME_BEFORE_MARKER if after.text else _NAME_BEFORE_SPACE})")
-            elif isinstance(part, Name) and after is None and ends:
-                # The runtime reads a name up to what may follow it.
-                pieces.append(rf"(?P<name>[^\s{''.join(re.escape(ch) for ch in sorted(set(ends)))}]+)")
-            else:
-                pieces.append(self.part(part))
+        pieces = [self.part(part, parts[k + 1] if k + 1 < len(parts) else None, ends) for k, part in enumerate(parts)]
         return r"\s*".join(piece for piece in pieces if piece)
 
     def escaped_names(self, what: str, escapes: Escapes) -> None:
@@ -506,31 +532,52 @@ class _Builder:
                 "those characters would come back as written",
             )
 
-    def part(self, part: Part) -> str:
+    def part(self, part: Part, after: Part | None, ends: str) -> str:
+        """The one place a call part becomes regex in a region's opener or closer. ``after``: the part
+        that follows it; ``ends``: the characters what follows the last part may start with. An
+        arguments part here is a second one: a region's content parser (``arguments``) reads one only."""
         match part:
             case Marker():
                 return re.escape(part.text)
             case Name():
-                return rf"(?P<name>{_NAME})"
+                return self.name(after, ends)
             case CallId():
                 return rf"(?P<id>{id_pattern(part.form)})"
             case Index():
                 return r"\d+"
-        raise _Cannot(f"a {part.kind} part besides the arguments is not read by any content parser")
+            case JsonArgs() | KeyValueArgs() | JsonCallObject():
+                raise _Cannot(f"a {part.kind} part besides the arguments is not read by any content parser")
+            case _:
+                # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+                assert_never(part)
 
-    def arguments(self, part: Part, braced: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """The content parser, its arguments and the transform for a call's arguments part; ``braced``:
-        the call writes '{' and '}' right around it."""
+    def name(self, after: Part | None, ends: str) -> str:
+        """The function name as a named group, reaching as far as the runtime reads it: up to what follows."""
+        if isinstance(after, Marker):
+            # Up to the marker after it, or, where whitespace is written after it, up to that.
+            return rf"(?P<name>{_NAME_BEFORE_MARKER if after.text else _NAME_BEFORE_SPACE})"
+        if after is None and ends:
+            # The runtime reads a name up to what may follow it.
+            return rf"(?P<name>[^\s{''.join(re.escape(ch) for ch in sorted(set(ends)))}]+)"
+        return rf"(?P<name>{_NAME})"
+
+    def arguments(self, part: CallArguments, at: int, braced: bool) -> _Reading:
+        """The one place a call's arguments part becomes a content parser, with what the call's opener
+        and closer need to know of it. ``at``: where the call writes it; ``braced``: the call writes '{'
+        and '}' right around it."""
         match part:
             case JsonArgs():
                 return self.json_args(part)
             case JsonCallObject():
-                return "json", {}, _json_call_transform(part.layout, "content.")
+                edges = _Edges(ends_after=_JSON_OBJECT.ends_after, json_call=part.layout)
+                return _Reading("json", {}, _json_call_transform(part.layout, "content."), edges)
             case KeyValueArgs():
-                return self.key_value_args(part, braced)
-        raise _Cannot(f"no content parser reads a {part.kind} part")
+                return self.key_value_args(part, at, braced)
+            case _:
+                # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+                assert_never(part)
 
-    def json_args(self, part: JsonArgs) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def json_args(self, part: JsonArgs) -> _Reading:
         if part.encoding == "string":
             raise _Cannot(
                 "the arguments are written as a JSON string holding the object, which the json "
@@ -538,9 +585,9 @@ class _Builder:
             )
         if part.encoding == "python":
             raise _Cannot("the arguments are written as a Python dict, which the json content parser does not read")
-        return "json", {}, _call_transform("{name}", "{content}")
+        return _Reading("json", {}, _call_transform("{name}", "{content}"), _JSON_OBJECT)
 
-    def key_value_args(self, part: KeyValueArgs, braced: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def key_value_args(self, part: KeyValueArgs, at: int, braced: bool) -> _Reading:
         if part.string_escaping != "none":
             raise _Cannot(
                 f"string values are written with {part.string_escaping} escapes but no quotes, and "
@@ -556,7 +603,7 @@ class _Builder:
                         "notation, which the json content parser does not read (such a call fails "
                         "to parse)",
                     )
-            return "json", notation, _call_transform("{name}", "{content}")
+            return _Reading("json", notation, _call_transform("{name}", "{content}"), _JSON_OBJECT, in_braces=True)
         forms = [group.forms for group in form_groups(part.forms)]  # in the order the runtime tries them
         for form in part.forms:
             for item in form.parts:
@@ -592,7 +639,11 @@ class _Builder:
             if len(alternatives) == 1
             else "|".join(f"(?:{alternative})" for alternative in alternatives)
         }
-        return "xml-inline", args, _call_transform("{name}", "{content}")
+        facts = analysis(self.shape).calls
+        assert facts is not None
+        # What follows them where there may be none: a name before them reads up to that too.
+        edges = _Edges(starts=facts.call.arguments_start(at))
+        return _Reading("xml-inline", args, _call_transform("{name}", "{content}"), edges)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -672,19 +723,25 @@ def _tag_pattern(form: ArgumentShape, wrapper: tuple[str, str]) -> str | None:
         value = rf"(?:{re.escape(wrapper[0])}{value}{re.escape(wrapper[1])}|{value})"
     pattern = ""
     for k, part in enumerate(parts):
-        if isinstance(part, ArgKey):
-            following = parts[k + 1] if k + 1 < len(parts) else None
-            marked = isinstance(following, Marker) and bool(following.text)
-            pattern += rf"(?P<key>{_NAME_BEFORE_MARKER if marked else _NAME})"
-        elif isinstance(part, ArgValue):
-            pattern += (
-                (f"(?:{_spaces(before)})?" if before else "") + value + (f"(?:{_spaces(after)})?" if after else "")
-            )
-        elif part.text:
-            # Whitespace before a marker is free, except right after the value, where it was trimmed.
-            if k and not isinstance(parts[k - 1], ArgValue):
-                pattern += r"\s*"
-            pattern += re.escape(part.text)
+        match part:
+            case ArgKey():
+                following = parts[k + 1] if k + 1 < len(parts) else None
+                marked = isinstance(following, Marker) and bool(following.text)
+                pattern += rf"(?P<key>{_NAME_BEFORE_MARKER if marked else _NAME})"
+            case ArgValue():
+                pattern += (
+                    (f"(?:{_spaces(before)})?" if before else "") + value + (f"(?:{_spaces(after)})?" if after else "")
+                )
+            case Marker():
+                if not part.text:
+                    continue  # whitespace alone: no text to match; the whitespace next to a marker takes it
+                # Whitespace before a marker is free, except right after the value, where it was trimmed.
+                if k and not isinstance(parts[k - 1], ArgValue):
+                    pattern += r"\s*"
+                pattern += re.escape(part.text)
+            case _:
+                # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
+                assert_never(part)
     return pattern
 
 
