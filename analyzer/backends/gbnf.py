@@ -219,6 +219,32 @@ def _names_pattern(calls: CallsShape, tools: tuple[Tool, ...]) -> str:
 # --------------------------------------------------------------------------- pieces of a sequence
 
 
+# What the parser skips as whitespace (str.isspace), which may stand before the next argument's key.
+_SPACE_CHARACTERS = frozenset(ch for ch in map(chr, range(0x3001)) if ch.isspace())
+
+
+@dataclass(frozen=True, slots=True)
+class _NextArgument:
+    """How the argument after a raw value starts: ``separator`` (one character), then whitespace, a
+    declared key as the form writes it (``keys``) and ``after_key``, the text after a key."""
+
+    separator: str
+    keys: tuple[str, ...]
+    after_key: str
+
+
+def _next_argument(form: ArgumentShape, separator: Markers, properties: tuple[str, ...]) -> _NextArgument | None:
+    """The next argument's start, for a form that starts with its key and writes text after it and
+    a separator of one character; None otherwise."""
+    parts = [part for part in form.parts if not (isinstance(part, Marker) and not part.text)]
+    texts = [marker.text for marker in separator if marker.text]
+    if len(parts) < 2 or not isinstance(parts[0], ArgKey) or not isinstance(parts[1], Marker):
+        return None
+    if len(texts) != 1 or len(texts[0]) != 1:
+        return None
+    return _NextArgument(texts[0], tuple(escape_name(key, parts[0].escapes) for key in properties), parts[1].text)
+
+
 @dataclass(frozen=True, slots=True)
 class _Piece:
     """A GBNF expression in a sequence, with what may stand around it: ``lead``/``trail``, the
@@ -600,7 +626,14 @@ class _Builder:
                 by_form.setdefault(id(form), (form, []))[1].append(kind)
             hint = f"{tool.name}-{key}"
             options = [
-                self.argument(form, key, schema if len(by_form) == 1 else _narrowed(schema, kinds), hint, stops)
+                self.argument(
+                    form,
+                    key,
+                    schema if len(by_form) == 1 else _narrowed(schema, kinds),
+                    hint,
+                    stops,
+                    _next_argument(form, part.separator, tuple(tool.properties)),
+                )
                 for form, kinds in by_form.values()
             ]
             members.append((choice(options), key in required))
@@ -677,10 +710,19 @@ class _Builder:
             self.space(markers[0].lead), self.join(self.markers(tuple(markers))).expr, self.space(markers[-1].trail)
         )
 
-    def argument(self, form: ArgumentShape, key: str, schema: Any, hint: str, stops: str) -> str:
+    def argument(
+        self,
+        form: ArgumentShape,
+        key: str,
+        schema: Any,
+        hint: str,
+        stops: str,
+        next_argument: _NextArgument | None = None,
+    ) -> str:
         """One argument by its form's parts, each by its kind. ``stops``: the first characters of what
         may follow the argument, before which a value that ends the form stops when its syntax is not
-        known."""
+        known; ``next_argument``: how the next argument starts, where a raw string with nothing after
+        it runs up to it."""
         pieces: list[_Piece] = []
         if self.exact:
             parts = _space_into_markers(form.parts)
@@ -699,7 +741,7 @@ class _Builder:
                     pieces.append(_Piece(literal(written), first=written, last=written))
                     i += 1
                 case ArgValue():
-                    i = self.argument_value(form, parts, i, pieces, schema, hint, stops)
+                    i = self.argument_value(form, parts, i, pieces, schema, hint, stops, next_argument)
                 case _:
                     # mypy proves no kind is left out; tests/backends/test_part_dispatch.py sends each one here.
                     assert_never(item)
@@ -714,6 +756,7 @@ class _Builder:
         schema: Any,
         hint: str,
         stops: str,
+        next_argument: _NextArgument | None = None,
     ) -> int:
         """The value at ``parts[i]``, added to ``pieces`` (whose last piece may give up the whitespace
         after it to the value); returns where the parts after it go on: raw text takes the markers
@@ -764,6 +807,13 @@ class _Builder:
         if form.syntax == "raw" and _string_choices(schema):
             # A raw string with nothing written after it (f(unit=kelvin)): still one of its values.
             pieces.append(_Piece(choice(literal(value) for value in _string_choices(schema))))
+            return i + 1
+        if form.syntax == "raw" and not ends and next_argument is not None and next_argument.separator in stops:
+            self.unchecked(schema, hint, "a value written as raw text")
+            # A raw string with nothing written after it (f(path=notes/a.txt, n=2)): it runs, as the
+            # parser reads it, to the next argument (the separator, then a declared key and what
+            # follows keys) or to the end of the call.
+            pieces.append(_Piece(self.raw_string(stops, next_argument)))
             return i + 1
         self.unchecked(schema, hint, "a value written in the template's own notation")
         # Unknown syntax (or raw text with no marker after it): text up to the next marker,
@@ -844,6 +894,49 @@ class _Builder:
             for keyword in schema:
                 if keyword not in ("type", "description", "title", "default", "examples"):
                     self.rules.note(hint, f"{keyword} ({how})")
+
+    def raw_string(self, stops: str, next_argument: _NextArgument) -> str:
+        """Raw text as the parser reads it where nothing is written after it: brackets balanced, the
+        characters of ``stops`` only inside them but for the separator followed by anything that does
+        not start the next argument (whitespace, then a declared key, whitespace and the text after
+        keys), and no whitespace at its ends (the parser trims it off)."""
+        brackets = {"(": ")", "{": "}", "[": "]"}
+        special = set(brackets) | set(brackets.values())
+        spaces = _SPACE_CHARACTERS
+        keys, after_key = next_argument.keys, next_argument.after_key
+
+        def groups(inner: str) -> str:
+            return "( " + " | ".join(f"{literal(o)} {inner} {literal(c)}" for o, c in brackets.items()) + " )"
+
+        inner = self.rules.recursive(
+            "raw-inner", lambda name: f"( {char_class(special, negated=True)} | {groups(name)} )*"
+        )
+        top = set(stops) | special
+        space = char_class(spaces)
+        item = self.rules.add("raw-item", f"{char_class(top | spaces, negated=True)} | {groups(inner)}")
+        rest = self.rules.add("raw-rest", f"( {space}* {item} )*")  # (whitespace only before more text)
+
+        def node(prefix: str) -> str:
+            """Text after the separator's whitespace that has gone as far as ``prefix`` along a key."""
+            children = sorted({key[len(prefix)] for key in keys if key.startswith(prefix) and len(key) > len(prefix)})
+            options = [f"{literal(ch)} {node(prefix + ch)}" for ch in children]
+            taken = top | spaces | set(children)
+            if prefix in keys:
+                # A whole key: the text after keys may not come next, after whitespace or not.
+                taken |= {after_key[0]}
+                after_spaces = char_class(taken - set(children), negated=True)
+                options.append(f"{space}+ ( {after_spaces} | {groups(inner)} ) {rest}")
+            elif prefix:
+                options.append(f"{space}+ {item} {rest}")
+            options.append(f"{char_class(taken, negated=True)} {rest}")
+            options.append(f"{groups(inner)} {rest}")
+            body = " | ".join(options)
+            return self.rules.add("raw-after-key" if prefix else "raw-next", f"( {body} ){'?' if prefix else ''}")
+
+        after_separator = f"{literal(next_argument.separator)} {space}* {node('')}"
+        more = f"( {space}* {after_separator} )*"
+        # (a value that starts with the separator starts without whitespace too)
+        return self.rules.add("raw-string", f"( {item} {rest} {more} | {after_separator} {more} )?")
 
     def loose(self, stops: str) -> str:
         """Any text with balanced ``{}``/``[]`` that holds the characters of ``stops`` only inside brackets."""

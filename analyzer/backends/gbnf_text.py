@@ -14,6 +14,7 @@ _WS_CHARS = " \t\n\r"
 _NAME_JUNK = re.compile(r"[^a-z0-9]+")
 _RESERVED = frozenset({"root", "start"})
 _CLASS_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_LINE_BREAKS = frozenset("\u2028\u2029")  # besides the control characters: str.splitlines splits at them
 
 
 def name_part(hint: str) -> str:
@@ -45,8 +46,10 @@ def char_class(chars: Iterable[str], *, negated: bool = False) -> str:
     for ch in sorted(set(chars)):
         if ch in _CLASS_ESCAPES:
             body.append(_CLASS_ESCAPES[ch])
-        elif ch in "\\]^-[" or ord(ch) < 0x20 or ord(ch) == 0x7F:
+        elif ch in "\\]^-[" or ord(ch) < 0x20 or ord(ch) == 0x7F or ch == "\x85":
             body.append(f"\\x{ord(ch):02X}")
+        elif ch in _LINE_BREAKS:
+            body.append(f"\\u{ord(ch):04X}")  # (a reader of the grammar text by lines would split there)
         else:
             body.append(ch)
     return "[" + ("^" if negated else "") + "".join(body) + "]"
