@@ -186,7 +186,7 @@ def test_tokens_keep_markers_whole_and_join_back() -> None:
     assert "[INST]" in found and "<" in found  # an unclosed bracket is a symbol
 
 
-# The regex backends/gbnf.py used for the word of a preserved token, kept here as the oracle.
+# The regex backends/gbnf/grammar.py used for the word of a preserved token, kept here as the oracle.
 _GRAMMAR_WORD = re.compile(r"[<\[][^\s<>\[\]]+[>\]]")
 
 

@@ -50,7 +50,7 @@ from helpers.grammar import (
     wrong_calls,
 )
 
-from analyzer.backends.gbnf import (
+from analyzer.backends.gbnf.grammar import (
     TRIGGER_PATTERN,
     TRIGGER_PATTERN_FULL,
     TRIGGER_WORD,
@@ -58,8 +58,8 @@ from analyzer.backends.gbnf import (
     text_until,
     to_grammar,
 )
-from analyzer.backends.gbnf_text import Rules
-from analyzer.backends.json_schema_gbnf import PythonRules, SchemaRules
+from analyzer.backends.gbnf.json_schema import PythonRules, SchemaRules
+from analyzer.backends.gbnf.text import Rules
 from analyzer.backends.parser import Parser
 from analyzer.choices import WHITESPACE_MODES
 from analyzer.description import ArgumentForm, Field, JsonCall, Text

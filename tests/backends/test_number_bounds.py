@@ -1,4 +1,4 @@
-"""Number bounds in the grammar (``gbnf_values.number_range``) against exact decimal arithmetic: for
+"""Number bounds in the grammar (``gbnf.values.number_range``) against exact decimal arithmetic: for
 bounds that are integers, fractions, negative, inclusive or not, every spelling in a sweep of numbers
 is accepted exactly when it is in range, and the spellings a JSON writer uses for very small and very
 large numbers (``1e-05``, ``1e+16``) and a negative zero are accepted where their values are."""
@@ -12,8 +12,8 @@ from decimal import Decimal
 import pytest
 from helpers.gbnf_check import Checker
 
-from analyzer.backends.gbnf_values import Bound, number_range
-from analyzer.backends.json_schema_gbnf import _NUMBER
+from analyzer.backends.gbnf.json_schema import _NUMBER
+from analyzer.backends.gbnf.values import Bound, number_range
 
 VALUES = ["0", "1", "-1", "0.5", "-2.5", "0.05", "0.125", "1.005", "10", "-100"]
 BOUNDS = [None] + [Bound(Decimal(v), inclusive) for v in VALUES for inclusive in (True, False)]

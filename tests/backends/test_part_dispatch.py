@@ -26,7 +26,8 @@ import pytest
 from helpers.golden import golden_descriptions
 from helpers.grammar import TOOLS, WEATHER_TOOL
 
-from analyzer.backends import gbnf, response_template
+from analyzer.backends import response_template
+from analyzer.backends.gbnf import grammar as gbnf
 from analyzer.backends.prompted.format import STYLES, prompted_format, prompted_shape
 from analyzer.lower import lower, trigger_for
 from analyzer.runtime.shape import ArgPart, ArgumentShape, KeyValueArgs, OutputShape, Part, Trigger

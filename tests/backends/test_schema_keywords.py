@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from analyzer.backends.gbnf_text import Rules
-from analyzer.backends.json_schema_gbnf import SchemaRules
+from analyzer.backends.gbnf.json_schema import SchemaRules
+from analyzer.backends.gbnf.text import Rules
 
 # (schema, invalid values, keywords reported as not enforced: the first word of each report)
 CASES: dict[str, tuple[dict[str, Any], list[Any], set[str]]] = {

@@ -18,7 +18,7 @@ it gives each of the first calls where it counts them (``:0``, ``:1``). With ``w
 a marker may have whitespace before/after it where the template wrote some (required only between two
 word characters), a JSON value may have it around it, and a call's number is any. Raw argument text (written
 as is, up to the literal that ends it) is one rule that takes that literal in, so it cannot end early
-nor run past it. Like the schema rules (see ``json_schema_gbnf``), the structure of calls is written
+nor run past it. Like the schema rules (see ``json_schema``), the structure of calls is written
 inline and only tokens are named rules, so GBNF readers that lex (llguidance) read it as llama.cpp does.
 """
 
@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, assert_never
 
-from analyzer.backends.gbnf_text import Rules, char_class, choice, group, literal, optional, ordered, seq
-from analyzer.backends.json_schema_gbnf import PythonRules, SchemaRules
+from analyzer.backends.gbnf.json_schema import PythonRules, SchemaRules
+from analyzer.backends.gbnf.text import Rules, char_class, choice, group, literal, optional, ordered, seq
 from analyzer.choices import WHITESPACE_MODES
 from analyzer.errors import InputError, UnsupportedFormat
 from analyzer.markers import special_word

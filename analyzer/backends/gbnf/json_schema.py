@@ -1,4 +1,4 @@
-"""JSON Schema to GBNF rules, over the toolkit of ``gbnf_text`` and the value rules of ``gbnf_values``.
+"""JSON Schema to GBNF rules, over the toolkit of ``text`` and the value rules of ``values``.
 
 ``SchemaRules`` turns a JSON Schema into an expression for the JSON values it allows, and
 ``PythonRules`` does the same for Python literals (``{'a': 'x', 'b': True}``), which some templates
@@ -8,7 +8,7 @@ What the schema rules cover: the JSON types, ``enum`` and ``const``, ``anyOf``/`
 lists as alternatives, objects with their properties in schema order (required ones mandatory,
 optional ones omissible), nested objects and arrays (``items``, ``minItems``, ``maxItems``), local
 ``$ref`` (``#/$defs/...``, ``#/definitions/...``, recursive ones too), ``allOf`` (merged), strings'
-``minLength``/``maxLength`` and ``pattern`` (the regex subset ``gbnf_values`` writes), integers'
+``minLength``/``maxLength`` and ``pattern`` (the regex subset ``values`` writes), integers'
 ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum``. Every other constraint (string
 formats, number bounds, ``multipleOf``, ``uniqueItems``, ``not``, ``patternProperties``, a pattern a
 grammar cannot hold...) is not checked, and never silently: ``Rules.unenforced`` lists each one
@@ -41,8 +41,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from analyzer.backends.gbnf_text import Rules, choice, group, literal, name_part, optional, ordered, seq
-from analyzer.backends.gbnf_values import Bound, integer_range, number_range, pattern_body
+from analyzer.backends.gbnf.text import Rules, choice, group, literal, name_part, optional, ordered, seq
+from analyzer.backends.gbnf.values import Bound, integer_range, number_range, pattern_body
 
 # Keywords that say nothing about which values are valid.
 _ANNOTATIONS = frozenset(

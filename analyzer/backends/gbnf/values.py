@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from analyzer.backends.gbnf_text import char_class, literal
+from analyzer.backends.gbnf.text import char_class, literal
 
 _MAX_DIGITS = 16  # as the integer rule: longer numbers are not JSON integers a model should write
 
