@@ -13,7 +13,12 @@ model trained on such headers writes them as it writes its other messages' heade
   tolerance ``header_order``);
 - with a token of the header's own bracketing before the words after the channel, one the template
   never writes (``<|channel|>commentary <|constrain|>json<|message|>``, a format's type annotation;
-  tolerance ``header_token``), in any of these orders and in the template's own.
+  tolerance ``header_token``), in any of these orders and in the template's own, and in the content
+  wrapper's header (``<|channel|>final <|constrain|>json<|message|>``);
+- begun and begun again: the first token and a channel word, then the first token again
+  (``<|channel|>commentary to=assistant<|channel|>analysis``; tolerance ``abandoned_header``).
+
+``shape_headers(shape)`` works all of them out once.
 
 Every variant is made of the template's own texts: nothing here is keyed on a template or a token's
 spelling, and a shape whose headers do not have this form has no variants.
@@ -72,6 +77,38 @@ def _channel_words(shape: OutputShape, first: str, second: str) -> list[str]:
     return words
 
 
+def _begun(text: str, shortest: int = 0) -> str:
+    """A regex of ``text`` begun but not whole: each of its beginnings of at least ``shortest`` characters."""
+    return "|".join(re.escape(text[:k]) for k in range(shortest, len(text)))
+
+
+def _call_header_form(shape: OutputShape) -> re.Match[str] | None:
+    """The call header (the markers between a call's name and its arguments) as two tokens with words
+    between them; None where the calls have a section opener or the header is not of that form."""
+    calls = shape.calls
+    if calls is None or calls.section_open:
+        return None
+    where = _call_header(calls.call)
+    if where is None:
+        return None
+    return _HEADER_FORM.fullmatch(_header_text(_markers_of(calls.call[where[0] : where[1]])))
+
+
+def _content_wrapper_form(shape: OutputShape) -> tuple[re.Match[str], re.Match[str]] | None:
+    """The content wrapper's opener as a header of the call header's two tokens with one word between,
+    and the call header's form; None otherwise."""
+    if shape.calls is None or len(shape.content_open) != 1:
+        return None
+    wrapper = _HEADER_FORM.fullmatch(_header_text(shape.content_open))
+    where = _call_header(shape.calls.call)
+    if wrapper is None or where is None or len(wrapper.group(2).split()) != 1:
+        return None
+    call = _HEADER_FORM.fullmatch(_header_text(_markers_of(shape.calls.call[where[0] : where[1]])))
+    if call is None or (call.group(1), call.group(3)) != (wrapper.group(1), wrapper.group(3)):
+        return None
+    return wrapper, call
+
+
 def _call_header(parts: tuple[Part, ...]) -> tuple[int, int] | None:
     """Where the markers between a call's name and its arguments are: (first, end), when all that
     stands there is markers; None otherwise."""
@@ -109,10 +146,9 @@ class HeaderToken:
     @property
     def beginning(self) -> str:
         """The regex of the text the token may have begun as at the end of the output so far."""
-        opening_begun = "|".join(re.escape(self.opening[:k]) for k in range(1, len(self.opening)))
-        closing_begun = "|".join(re.escape(self.closing[:k]) for k in range(len(self.closing)))
+        opening_begun = _begun(self.opening, 1)
         begun = f"{opening_begun}|" if opening_begun else ""
-        return rf"(?:{begun}{re.escape(self.opening)}\w*(?:{closing_begun}))"
+        return rf"(?:{begun}{re.escape(self.opening)}\w*(?:{_begun(self.closing)}))"
 
 
 def _common_start(a: str, b: str) -> str:
@@ -134,18 +170,13 @@ def _header_token(first: str, second: str) -> HeaderToken | None:
 def call_variants(shape: OutputShape) -> tuple[HeaderVariant, ...]:
     """The call forms a model writes with its header as the template's other headers are written, each
     with its tolerances; () where the shape's call header is not of that form."""
-    calls = shape.calls
-    if calls is None or calls.section_open:
+    m = _call_header_form(shape)
+    if m is None or shape.calls is None:
         return ()
-    parts = calls.call
+    parts = shape.calls.call
     where = _call_header(parts)
-    if where is None:
-        return ()
+    assert where is not None  # (the header's form was read there)
     start, end = where
-    tail = parts[start:end]
-    m = _HEADER_FORM.fullmatch(_header_text(_markers_of(tail)))
-    if m is None:
-        return ()
     first, words, second = m.group(1), m.group(2).split(), m.group(3)
     others = _channel_words(shape, first, second)
     if not others:
@@ -159,24 +190,22 @@ def call_variants(shape: OutputShape) -> tuple[HeaderVariant, ...]:
             changed = channel != words[0] or rest != " ".join(words[1:])
             lead = Marker(first + channel, trail=" ")
             closing = Marker(rest + second, lead=" ") if rest else Marker(second)
-            # A token before the words after the channel (never before the second token alone).
-            in_order_slot = (len(head) + 2, token) if rest and token else None
-            if changed or in_order_slot:
+            # A token before the words after the channel (never before the second token alone): the
+            # closing marker stands at the same place in both orders.
+            slot = (len(head) + 2, token) if rest and token else None
+            if changed or slot:
                 found.append(
                     HeaderVariant(
                         (*head, name, lead, closing, *after),
                         (HEADER_WORD,) if changed else (),
                         False,
                         _markers_of(head),
-                        in_order_slot,
+                        slot,
                     )
                 )
             kinds = (HEADER_ORDER, HEADER_WORD) if changed else (HEADER_ORDER,)
-            reordered_slot = (len(head) + 2, token) if rest and token else None
             found.append(
-                HeaderVariant(
-                    (lead, *head, name, closing, *after), kinds, True, (lead, *_markers_of(head)), reordered_slot
-                )
+                HeaderVariant((lead, *head, name, closing, *after), kinds, True, (lead, *_markers_of(head)), slot)
             )
     return tuple(found)
 
@@ -188,16 +217,10 @@ def _markers_of(parts: tuple[Part, ...]) -> Markers:
 def content_headers(shape: OutputShape) -> tuple[ContentHeader, ...]:
     """The content wrapper's opener with each other channel word the call header writes, where the
     wrapper is a header of the call header's two tokens (and no other message's opener is so written)."""
-    calls = shape.calls
-    if calls is None or len(shape.content_open) != 1:
+    forms = _content_wrapper_form(shape)
+    if forms is None:
         return ()
-    wrapper = _HEADER_FORM.fullmatch(_header_text(shape.content_open))
-    where = _call_header(calls.call)
-    if wrapper is None or where is None or len(wrapper.group(2).split()) != 1:
-        return ()
-    call = _HEADER_FORM.fullmatch(_header_text(_markers_of(calls.call[where[0] : where[1]])))
-    if call is None or (call.group(1), call.group(3)) != (wrapper.group(1), wrapper.group(3)):
-        return ()
+    wrapper, call = forms
     taken = set(_channel_words(shape, wrapper.group(1), wrapper.group(3)))
     channel = call.group(2).split()[0]
     if channel in taken:
@@ -221,28 +244,21 @@ def detailed_content_header(shape: OutputShape) -> DetailedContentHeader | None:
     """The content wrapper's opener written with a header token before words, where the wrapper is a
     header of two tokens with one word between them and a call header of the same tokens writes more
     words after its channel (the template's evidence that words follow the channel); None otherwise."""
-    calls = shape.calls
-    if calls is None or len(shape.content_open) != 1:
+    forms = _content_wrapper_form(shape)
+    if forms is None or len(forms[1].group(2).split()) < 2:
         return None
-    wrapper = _HEADER_FORM.fullmatch(_header_text(shape.content_open))
-    where = _call_header(calls.call)
-    if wrapper is None or where is None or len(wrapper.group(2).split()) != 1:
-        return None
-    call = _HEADER_FORM.fullmatch(_header_text(_markers_of(calls.call[where[0] : where[1]])))
+    wrapper, _ = forms
     first, second = wrapper.group(1), wrapper.group(3)
-    if call is None or (call.group(1), call.group(3)) != (first, second) or len(call.group(2).split()) < 2:
-        return None
     token = _header_token(first, second)
     if token is None:
         return None
     lead = first + wrapper.group(2)
     words = rf"(?:{_HEADER_WORD_TEXT})?"
-    second_begun = "|".join(re.escape(second[:k]) for k in range(len(second)))
     return DetailedContentHeader(
         lead,
         re.compile(rf"{re.escape(lead)}[ \t]+{token.whole}[ \t]*{words}[ \t]*{re.escape(second)}"),
         re.compile(
-            rf"{re.escape(lead)}[ \t]*(?:{token.beginning}|{token.whole}[ \t]*{words}[ \t]*(?:{second_begun}))?"
+            rf"{re.escape(lead)}[ \t]*(?:{token.beginning}|{token.whole}[ \t]*{words}[ \t]*(?:{_begun(second)}))?"
         ),
     )
 
@@ -271,13 +287,7 @@ class AbandonedHeader:
 def abandoned_header(shape: OutputShape) -> AbandonedHeader | None:
     """The headers of the call header's tokens begun again, where the template writes those tokens
     with a channel word between them in its headers; None otherwise."""
-    calls = shape.calls
-    if calls is None or calls.section_open:
-        return None
-    where = _call_header(calls.call)
-    if where is None:
-        return None
-    call = _HEADER_FORM.fullmatch(_header_text(_markers_of(calls.call[where[0] : where[1]])))
+    call = _call_header_form(shape)
     if call is None:
         return None
     first, second = call.group(1), call.group(3)
@@ -289,9 +299,29 @@ def abandoned_header(shape: OutputShape) -> AbandonedHeader | None:
     # At most one word after the channel, of the characters header words are made of (a recipient:
     # ``to=assistant``): prose before the token is no header.
     words = r"(?:[ \t]+[\w.=:/-]+)?[ \t]*"
-    first_begun = "|".join(re.escape(first[:k]) for k in range(len(first)))
     return AbandonedHeader(
         leads,
         re.compile(rf"(?:{lead}){words}(?={re.escape(first)})"),
-        re.compile(rf"(?:{lead}){words}(?:{first_begun})"),
+        re.compile(rf"(?:{lead}){words}(?:{_begun(first)})"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeHeaders:
+    """Every other way a shape's headers are written that the parser reads: the call header's variants,
+    the content wrapper's openers with another channel word, with a token and words, and headers
+    begun again."""
+
+    variants: tuple[HeaderVariant, ...] = ()
+    content_headers: frozenset[str] = frozenset()
+    detailed_content_header: DetailedContentHeader | None = None
+    abandoned_header: AbandonedHeader | None = None
+
+
+def shape_headers(shape: OutputShape) -> ShapeHeaders:
+    return ShapeHeaders(
+        call_variants(shape),
+        frozenset(header.text for header in content_headers(shape)),
+        detailed_content_header(shape),
+        abandoned_header(shape),
     )

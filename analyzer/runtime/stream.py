@@ -22,15 +22,7 @@ from typing import Any
 
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
-from .headers import (
-    AbandonedHeader,
-    DetailedContentHeader,
-    HeaderVariant,
-    abandoned_header,
-    call_variants,
-    content_headers,
-    detailed_content_header,
-)
+from .headers import HeaderVariant, ShapeHeaders, shape_headers
 from .match import (
     NEED,
     CallMatch,
@@ -1560,13 +1552,11 @@ class _Plan:
         # A call header written as the template's other headers are (headers.py): in the call's own
         # order, tried where the call is no call as written; channel part first, known by its first
         # word. Their matchers are made when first needed (most outputs never need them).
-        headers = _SHAPE_HEADERS.get(shape, _headers_of, shape) if calls is not None and not strict else None
-        self._variants, self.content_headers, self.detailed_content_header, self.abandoned_header = headers or (
-            (),
-            frozenset(),
-            None,
-            None,
+        headers = (
+            _SHAPE_HEADERS.get(shape, shape_headers, shape) if calls is not None and not strict else ShapeHeaders()
         )
+        self._variants, self.content_headers = headers.variants, headers.content_headers
+        self.detailed_content_header, self.abandoned_header = headers.detailed_content_header, headers.abandoned_header
         # The first word of a header written channel part first, and the markers up to the name.
         self.reordered = {v.opening[0].text: v.opening for v in self._variants if v.reordered}
         self._reordered_forms: dict[str, _CallForm] = {}
@@ -2076,14 +2066,7 @@ def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
 
 
 _JOINED: ByIdentity[Markers, tuple[str, frozenset[int]]] = ByIdentity()
-_Headers = tuple[tuple[HeaderVariant, ...], frozenset[str], DetailedContentHeader | None, AbandonedHeader | None]
-_SHAPE_HEADERS: ByIdentity[OutputShape, _Headers] = ByIdentity()
-
-
-def _headers_of(shape: OutputShape) -> _Headers:
-    """The call header's variants and the content wrapper's other openers (headers.py)."""
-    others = frozenset(header.text for header in content_headers(shape))
-    return call_variants(shape), others, detailed_content_header(shape), abandoned_header(shape)
+_SHAPE_HEADERS: ByIdentity[OutputShape, ShapeHeaders] = ByIdentity()
 
 
 _SHAPE_WAITS: ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = ByIdentity()
