@@ -7,7 +7,8 @@ sent early must begin both: it is the model's text as long as that is strict JSO
 ``values.json_text`` writes it (``", "`` and ``": "`` between members, no other whitespace, strings
 escaped as ``json.dumps`` escapes them, numbers as Python prints them). At the first character where
 it is not, nothing more is sent until the call is complete: the rest comes with the call, whatever
-it turns out to be. A key written twice also stops it there (a re-encoding keeps one of the two).
+it turns out to be. A key written twice also stops it there (a re-encoding keeps one of the two); a
+key still arriving is sent as it comes while no key before it in its object begins the same way.
 
 Standard library only, as all of the runtime.
 """
@@ -36,7 +37,6 @@ _ARG_SHORT_ESCAPES = frozenset('"\\nrtbf')
 _ARG_SHORT_FORMS = frozenset("\b\f\n\r\t")
 # What a reader's ``wake`` answers when no more text can change what it sends.
 ASLEEP = re.compile("(?!)")
-_KEY_ENDS = re.compile(r'["\\\x00-\x1f]')
 _TOKEN_ENDS = re.compile(r"[^-+0-9.eEA-Za-z]")
 _ARG_DEEPEST = 64  # deeper nesting is sent with the call: decoding refuses very deep values
 
@@ -89,16 +89,14 @@ class JsonArgumentsReader:
 
     def wake(self, text: str) -> re.Pattern[str] | None:
         """The characters one of which must arrive before ``more`` may find anything new (ASLEEP: none
-        will, the object is read to its end or doubt reached); None: any may. A key or a literal
-        still arriving is read once what ends it came (a key's quote, or an escape or a control
-        character that may be doubt; a character no number or literal goes on with)."""
+        will, the object is read to its end or doubt reached); None: any may. A literal still arriving
+        is read once what ends it came (a character no number or literal goes on with); a key still
+        arriving at every character, since it is sent as it comes while it can be no repeat."""
         if self.done:
             return ASLEEP
         pos = self.pos
         if self._limit != len(text) or pos >= len(text):
             return None  # (text held back by the stream, or nothing after the last token: any may matter)
-        if self._expect == _ARG_KEY_OR_CLOSE and text[pos] == '"':
-            return _KEY_ENDS
         if self._expect in (_ARG_VALUE, _ARG_VALUE_OR_CLOSE) and _ARG_TOKEN.match(text, pos) is not None:
             return _TOKEN_ENDS
         return None
@@ -195,9 +193,14 @@ class JsonArgumentsReader:
         return self._advance(m.end())
 
     def _key(self, text: str, i: int, limit: int) -> bool:
-        """A key is sent whole, once it is known to be no repeat."""
+        """A key is sent as it arrives while no key before it in its object begins with what came of it
+        (so it can be no repeat), else once whole and known to be none; an escape in it is doubt unless
+        json.dumps writes it so."""
         end = _key_end(text, i + 1, limit)
         if end is None:
+            written = _plain_end(text, i + 1, limit)
+            if not self._may_repeat(text[i + 1 : written]):
+                self.certain = written  # (read again from its quote once more came: ``pos`` stays)
             return False
         if end < 0:
             return self._doubt()
@@ -207,6 +210,10 @@ class JsonArgumentsReader:
         self._keys[-1].add(key)
         self._expect = _ARG_COLON
         return self._advance(end)
+
+    def _may_repeat(self, begun: str) -> bool:
+        """Whether a key that begins with ``begun`` may be one its object already holds."""
+        return any(key.startswith(begun) for key in self._keys[-1])
 
     def _string_body(self, text: str, limit: int) -> bool:
         """A string value's text, certain as it arrives; an escape only once whole."""
@@ -253,6 +260,12 @@ def _escape_written(text: str, j: int, limit: int) -> int | None:
     if not re.fullmatch(r"00[01][0-9a-f]", code):
         return -1
     return 6 if chr(int(code, 16)) not in _ARG_SHORT_FORMS else -1
+
+
+def _plain_end(text: str, j: int, limit: int) -> int:
+    """Where the run of characters json.dumps writes as they are, from ``j``, ends."""
+    m = _ARG_PLAIN.match(text, j, limit)
+    return m.end() if m is not None else j
 
 
 def _key_end(text: str, j: int, limit: int) -> int | None:

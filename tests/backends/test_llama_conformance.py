@@ -59,11 +59,11 @@ PARTIAL = (
     "output cut inside a call: llama.cpp shows the call while its arguments arrive; we show a JSON call once "
     "its arguments open (not one whose id or count is read from the object), other forms once complete"
 )
-# llama.cpp heals cut JSON: a key cut short, or ": " where the model wrote ":" so far. We show only text
-# the model wrote and no later character can change (a key is shown whole, once known to be no repeat).
+# llama.cpp heals cut JSON: ": " where the model wrote ":" so far. We show only text the model wrote and
+# no later character can change (a key as it arrives, while no earlier key of its object begins so).
 HEALED = (
-    "output cut inside a call's arguments: llama.cpp shows them healed (a cut key, a space added); "
-    "we show what is certain"
+    "output cut inside a call's arguments: llama.cpp shows them healed (a space added after ':'); "
+    "we show what is certain (the model may write the value with no space)"
 )
 REPEATED_OPENER = (
     "llama.cpp keeps a reasoning opener written again after the prompt opened the block as reasoning text "
@@ -127,7 +127,6 @@ KNOWN = {
     "LFM2.5-Instruct:2123": FORMAT_NONE,
     "LFM2.5-8B-A1B:2116": PARTIAL,
     "Reka-Edge:5363": HEALED,
-    "Reka-Edge:6159": HEALED,
     "MiniMax-M3:5793": UNION_STRING,
     "Apriel-1.6-15b-Thinker-fixed:6211": PROMPT_WORDS,
     "Apriel-1.6-15b-Thinker-fixed:6219": PROMPT_WORDS,

@@ -129,6 +129,24 @@ def test_a_key_written_twice_stops_the_stream_where_it_stands() -> None:
     assert "".join(_arguments_sent(steps + [last], 0)) == written == parser.parse(text).tool_calls[0].arguments
 
 
+def test_a_key_still_arriving_is_sent_while_it_can_be_no_repeat() -> None:
+    """A key goes out as it comes while no key before it in its object begins the same way; one that
+    may yet repeat an earlier key waits until it is whole (a repeat stops the stream)."""
+    parser = Parser(golden("Qwen-Qwen3-0.6B"), TOOLS)
+    head = '<tool_call>\n{"name": "get_weather", "arguments": '
+    for written, sent in [
+        ('{"locat', '{"locat'),
+        ('{"location": "Paris", "da', '{"location": "Paris", "da'),
+        ('{"location": "Paris", "loc', '{"location": "Paris", '),
+        ('{"location": "Paris", "locx', '{"location": "Paris", "locx'),
+    ]:
+        steps, _ = _fed_one_by_one(parser, head + written)
+        assert "".join(_arguments_sent(steps, 0)) == sent, written
+        stream = parser.stream()
+        stream.feed(head + written)
+        assert stream.message.tool_calls[0].arguments == sent, written  # all at once: the same
+
+
 def test_a_call_cut_off_shows_what_was_sent_and_the_error_names_it(corpus_dir: Path) -> None:
     """Output cut inside a call (no finish yet: a partial parse) shows the call with its arguments so
     far; at the finish, the call stays as sent (a client has it) and the unterminated error names it."""
