@@ -197,13 +197,14 @@ class JsonArgumentsReader:
         (so it can be no repeat), else once whole and known to be none; an escape in it is doubt unless
         json.dumps writes it so."""
         end = _key_end(text, i + 1, limit)
-        if end is None:
+        if end is None or end < 0:
+            # Still arriving, or doubt inside it: either way what came of it before its first
+            # character not written as is stays sent (a stream sent it while the key was arriving,
+            # so the batch, which reads the doubt at once, sends it too).
             written = _plain_end(text, i + 1, limit)
             if not self._may_repeat(text[i + 1 : written]):
                 self.certain = written  # (read again from its quote once more came: ``pos`` stays)
-            return False
-        if end < 0:
-            return self._doubt()
+            return False if end is None else self._doubt()
         key = text[i + 1 : end - 1]  # canonical escapes only: compared as written
         if key in self._keys[-1]:
             return self._doubt()
