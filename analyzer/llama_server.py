@@ -227,7 +227,9 @@ def prepare(
         request, server_prompt(template, rendered), llama_server_fields(grammar, preserved_tokens(shape), shape.stops)
     )
     warnings = grammar.warnings() if grammar is not None else ()
-    parser = Parser(shape, request.tools, thinking=thinking)
+    # Every call gets a fresh id (FreshIds), so a call whose model-written id follows its arguments
+    # streams them as they arrive.
+    parser = Parser(shape, request.tools, thinking=thinking, fresh_ids=True)
     return Completion(body, parser, "native", (*notes, *warnings), reasoning_budget(shape, request, thinking))
 
 

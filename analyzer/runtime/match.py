@@ -226,32 +226,33 @@ class CallMatcher:
         return self._arguments_gate
 
     def arguments_start(
-        self, text: str, start: int, memo: Memo
+        self, text: str, start: int, memo: Memo, fresh_ids: bool = False
     ) -> tuple[CallMatch, JsonArgumentsReader | KeyValuesReader, int] | _Need | None:
         """While the call at ``start`` is still arriving: what its parts before its arguments read (the
         name, an id), a reader of the arguments as they arrive, and where they start, once they have;
         NEED before then; None when this call's arguments cannot be sent early (a JSON string, not an
-        object, or an id written after them)."""
+        object, or an id written after them). ``fresh_ids``: the caller gives every call an id of its
+        own, so an id (or count) the model writes after the arguments need not be waited for."""
         result = CallMatch(start)
         i = start
         for k, (handler, part, following) in enumerate(self._steps):
             if isinstance(part, JsonArgs):
                 if part.encoding == "string" or (part.encoding == "python" and self.strict):
                     return None  # arguments decoded from a string are sent with the call
-                if _id_written_after(self.parts[k + 1 :]):
+                if not fresh_ids and _id_written_after(self.parts[k + 1 :]):
                     return None
                 j = skip_ws(text, i)
                 if j == len(text):
                     return NEED
                 return (result, JsonArgumentsReader(j), j) if text[j] == "{" else None
             if isinstance(part, JsonCallObject):
-                found = _call_object_arguments(text, skip_ws(text, i), part.layout, memo)
+                found = _call_object_arguments(text, skip_ws(text, i), part.layout, memo, fresh_ids)
                 if isinstance(found, tuple):
                     result.name = found[0]
                     return result, JsonArgumentsReader(found[1]), found[1]
                 return found
             if isinstance(part, KeyValueArgs):
-                if _id_written_after(self.parts[k + 1 :]):
+                if not fresh_ids and _id_written_after(self.parts[k + 1 :]):
                     return None
                 return result, KeyValuesReader(self, part, following, result.name, i), i
             if handler is None:
@@ -560,9 +561,11 @@ def _call_object_heads(layout: JsonCall) -> tuple[str, str] | None:
     return f"{{{json_text(layout.name_path[0])}: ", f", {json_text(layout.arguments_path[0])}: "
 
 
-def _streamable_layout(layout: JsonCall) -> bool:
+def _streamable_layout(layout: JsonCall, fresh_ids: bool = False) -> bool:
     """A call object whose arguments a stream may send early: the name and the arguments object at
-    its top, and no id or count to read."""
+    its top, and no id or count to read (or one that is not needed: ``fresh_ids``)."""
+    if fresh_ids:
+        layout = replace(layout, id_path=None, index_path=None)
     return not (
         layout.name_is_key
         or len(layout.name_path) != 1
@@ -573,11 +576,13 @@ def _streamable_layout(layout: JsonCall) -> bool:
     )
 
 
-def _call_object_arguments(text: str, i: int, layout: JsonCall, memo: Memo) -> tuple[str, int] | _Need | None:
+def _call_object_arguments(
+    text: str, i: int, layout: JsonCall, memo: Memo, fresh_ids: bool = False
+) -> tuple[str, int] | _Need | None:
     """In a call object still arriving at ``i``: its name, and where its arguments object opens, once
     both were written (the name first); NEED before then; None when the object is laid out otherwise
-    (the name a key, nested paths, an id or count to read, arguments as a string)."""
-    if not _streamable_layout(layout):
+    (the name a key, nested paths, an id or count to read unless ``fresh_ids``, arguments as a string)."""
+    if not _streamable_layout(layout, fresh_ids):
         return None
     if i >= len(text):
         return NEED

@@ -132,6 +132,7 @@ class Stream:
         inline_reasoning: bool = False,
         plan: _Plan | None = None,
         continuing: Mapping[str, Any] | Prefill | None = None,
+        fresh_ids: bool = False,
     ):
         if inline_reasoning:
             # Reasoning left inline: it and its markers are content, the opener the prompt wrote first.
@@ -162,7 +163,7 @@ class Stream:
         self._call_start = 0
         self._calls = shape.calls
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
-        self._plan = plan = plan or _Plan(shape, self.tools, strict=strict)
+        self._plan = plan = plan or _Plan(shape, self.tools, strict=strict, fresh_ids=fresh_ids)
         self._matcher = plan.matcher
         if not plan.streams_arguments:
             self._wake = ASLEEP
@@ -1265,8 +1266,7 @@ class Stream:
         streamed = self._call_over()
         index = streamed.index if streamed is not None else len(self.message.tool_calls)
         name = readable(match.name)
-        # An id made of what is known once the name is, so that a call sent as it arrives has it first.
-        call_id = readable(match.call_id) if match.call_id else generated_id(self.shape.id_form, index, name, "")
+        call_id = self._call_id(match, index, name)
         arguments, numbers = finite(match.arguments if match.arguments is not None else {})
         text = match.arguments_text or json_text(arguments)
         # (content, reasoning_content, call_index, call_id, call_name, arguments): made with keywords,
@@ -1304,6 +1304,13 @@ class Stream:
         for listed in match.more:  # the other calls of one JSON list
             self._emit_call(deltas, listed)
 
+    def _call_id(self, match: CallMatch, index: int, name: str) -> str:
+        """The id the model wrote, else (and always under ``fresh_ids``) one made of what is known once
+        the name is, so that a call sent as it arrives has it first."""
+        if match.call_id and not self._plan.fresh_ids:
+            return readable(match.call_id)
+        return generated_id(self.shape.id_form, index, name, "")
+
     def _stream_arguments(self, deltas: list[Delta], force: bool = False) -> None:
         """The call being read, sent as it arrives: its index, id and name once its arguments open,
         then their text as far as it is certain (``arguments_stream.py``), never past the first text
@@ -1322,7 +1329,7 @@ class Stream:
                 if gate.search(buf, looked) is None:
                     self._wake = gate
                     return
-            found = form.matcher.arguments_start(buf, self._call_start, self._memo)
+            found = form.matcher.arguments_start(buf, self._call_start, self._memo, self._plan.fresh_ids)
             if found is NEED:
                 if len(buf) - self._call_start > _HEADER_LONGEST:
                     self._sent_when_complete()
@@ -1343,7 +1350,7 @@ class Stream:
                 return
             index = len(self.message.tool_calls)
             name = readable(match.name)
-            call_id = readable(match.call_id) if match.call_id else generated_id(self.shape.id_form, index, name, "")
+            call_id = self._call_id(match, index, name)
             call = self._streaming = _StreamedCall(index, call_id, name, reader, at)
             self._emit(deltas, Delta("", "", index, call_id, name))
             call.target = self.message.tool_calls[index]
@@ -1485,10 +1492,13 @@ def turn_end_before_stop(shape: OutputShape) -> str:
 class _Plan:
     """What a stream reads off its shape before any text: the same for every parse of one parser."""
 
-    def __init__(self, shape: OutputShape, tools: ToolSchemas, *, strict: bool = False) -> None:
+    def __init__(
+        self, shape: OutputShape, tools: ToolSchemas, *, strict: bool = False, fresh_ids: bool = False
+    ) -> None:
         calls = shape.calls
         facts = analysis(shape).calls  # what follows what in the calls (shape_analysis)
         self.strict = strict
+        self.fresh_ids = fresh_ids
         # A section opener that joins a special word and punctuation (``[TOOL_CALLS][``): a model may
         # write whitespace between the two, so content watches the special word alone.
         trigger = calls.trigger if calls else None
@@ -2140,7 +2150,12 @@ class Parser:
     inside the block the prompt left open (a shape without reasoning keeps it as given, and content
     continues). The message a parse returns is the whole message, prefill and continuation; a
     stream's deltas carry only the output's text. Raises ``PrefillError`` for a message of another
-    role or one with tool calls."""
+    role or one with tool calls.
+
+    ``fresh_ids``: the caller gives every call an id of its own (as ``serve`` does: ids a model writes
+    repeat across requests), so the ids the model writes are not read, and a call whose id or count
+    the model writes after its arguments (Mistral Nemo, Command R7B) streams its arguments as they
+    arrive instead of at its end. Each call's id is then the one the parser makes of its index and name."""
 
     def __init__(
         self,
@@ -2151,6 +2166,7 @@ class Parser:
         strict: bool = False,
         inline_reasoning: bool = False,
         continuing: Mapping[str, Any] | Prefill | None = None,
+        fresh_ids: bool = False,
     ) -> None:
         self.shape = shape
         self.tools = tools or []
@@ -2159,7 +2175,8 @@ class Parser:
         self.strict = strict
         self.inline_reasoning = inline_reasoning
         self.continuing = prefill_of(continuing) if continuing is not None else None
-        self._plan = _Plan(shape, self._schemas, strict=strict)
+        self.fresh_ids = fresh_ids
+        self._plan = _Plan(shape, self._schemas, strict=strict, fresh_ids=fresh_ids)
 
     def stream(self) -> Stream:
         return Stream(

@@ -4,6 +4,7 @@ byte, each fragment only text no later character can change, and a batch parse r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,42 @@ def test_a_key_still_arriving_is_sent_while_it_can_be_no_repeat() -> None:
         stream.feed(head + written)
         assert stream.message.tool_calls[0].arguments == sent, written  # all at once: the same
         assert parser.parse(head + written).tool_calls[0].arguments == sent, written  # and the batch
+
+
+# Call objects that hold the call's id or count after its arguments: Mistral Nemo's nine-letter id,
+# Command R7B's and Cohere2's count.
+WITH_IDS = ["mistralai-Mistral-Nemo-Instruct-2407", "CohereForAI-c4ai-command-r7b-12-2024-tool_use", "Cohere2MoE"]
+
+
+@pytest.mark.parametrize("name", WITH_IDS)
+def test_with_fresh_ids_a_call_object_carrying_an_id_streams_its_arguments(corpus_dir: Path, name: str) -> None:
+    """By default such a call waits for its id, written after the arguments, and is sent whole; with
+    ``fresh_ids`` (the caller makes ids, as serve does) its arguments stream as they arrive, the batch
+    reads the same, and parallel calls still get distinct ids."""
+    text = _output(corpus_dir, name, [WRITE])
+    by_default, _ = _fed_one_by_one(Parser(golden(name), TOOLS), text)
+    assert len(_arguments_sent(by_default, 0)) == 1
+    parser = Parser(golden(name), TOOLS, fresh_ids=True)
+    steps, last = _fed_one_by_one(parser, text)
+    batch = parser.parse(text)
+    assert len(batch.tool_calls) == 1 and not batch.errors, batch
+    final = batch.tool_calls[0].arguments
+    assert json.loads(final) == WRITE[1]
+    fragments = _arguments_sent(steps, 0)
+    # (text before a ``]`` in the string waits for the next character: ``]`` may close Nemo's list)
+    assert len(fragments) > LONG.count("\n"), len(fragments)
+    assert "".join(fragments + _arguments_sent([last], 0)) == final
+    sent = ""
+    for step in steps:
+        sent += "".join(d.arguments for d in step if d.call_index == 0)
+        assert final.startswith(sent)  # never retracted
+    two = _output(corpus_dir, name, [WRITE, ("get_weather", {"location": "Paris"})])
+    stream = parser.stream()
+    for at in range(0, len(two), 3):
+        stream.feed(two[at : at + 3])
+    stream.finish()
+    assert stream.message == parser.parse(two)
+    assert len({call.id for call in stream.message.tool_calls}) == 2
 
 
 def test_a_call_cut_off_shows_what_was_sent_and_the_error_names_it(corpus_dir: Path) -> None:

@@ -28,8 +28,9 @@ class Parser(_runtime.Parser):
     key/value arguments). ``thinking``: whether the prompt was rendered with thinking switched on (None:
     the template's default). ``strict``: read only what the template writes. ``continuing``: the
     partial assistant message the prompt ends inside (``continue_final_message``), which the output
-    continues; a parse then returns the whole message, a stream's deltas only the new text (see the
-    runtime's ``Parser``)."""
+    continues; a parse then returns the whole message, a stream's deltas only the new text. ``fresh_ids``:
+    the caller gives calls ids of its own, so none the model writes is waited for (see the runtime's
+    ``Parser``)."""
 
     def __init__(
         self,
@@ -40,10 +41,17 @@ class Parser(_runtime.Parser):
         strict: bool = False,
         inline_reasoning: bool = False,
         continuing: Mapping[str, Any] | Prefill | None = None,
+        fresh_ids: bool = False,
     ):
         shape = description if isinstance(description, OutputShape) else lower(description)
         super().__init__(
-            shape, tools, thinking=thinking, strict=strict, inline_reasoning=inline_reasoning, continuing=continuing
+            shape,
+            tools,
+            thinking=thinking,
+            strict=strict,
+            inline_reasoning=inline_reasoning,
+            continuing=continuing,
+            fresh_ids=fresh_ids,
         )
 
 
