@@ -564,15 +564,12 @@ def _call_object_heads(layout: JsonCall) -> tuple[str, str] | None:
 def _streamable_layout(layout: JsonCall, fresh_ids: bool = False) -> bool:
     """A call object whose arguments a stream may send early: the name and the arguments object at
     its top, and no id or count to read (or one that is not needed: ``fresh_ids``)."""
-    if fresh_ids:
-        layout = replace(layout, id_path=None, index_path=None)
     return not (
         layout.name_is_key
         or len(layout.name_path) != 1
         or len(layout.arguments_path) != 1
         or layout.arguments_encoding != "object"
-        or layout.id_path is not None
-        or layout.index_path is not None
+        or (not fresh_ids and (layout.id_path is not None or layout.index_path is not None))
     )
 
 
