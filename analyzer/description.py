@@ -177,6 +177,10 @@ class Calls:
     json_array: bool  # the section is a JSON array of calls: "[" ... "]" joined by ","
     # How the calls' JSON is written: (between items, after a key), as json.dumps takes them.
     json_separators: tuple[str, str] | Unknown = Unknown("not analysed")
+    # How it is indented: (one level, what every line after an object's first starts with), as
+    # ``json.dumps(indent=...)`` and then the template's own indenting write it; ("", "") on one line,
+    # what descriptions written before the field was read meant.
+    json_indent: tuple[str, str] | Unknown = ("", "")
     section_close_from: int = 1
     name_escaping: NameEscaping = "none"  # how the function name is written
 

@@ -291,6 +291,7 @@ def calls_shape(
     separator_space: str = "",
     close_space: str = "",
     json_separators: tuple[str, ...] = (),
+    json_indent: tuple[str, ...] = (),
     close_from: int = 1,
     content_after: bool = False,
 ) -> CallsShape:
@@ -305,6 +306,7 @@ def calls_shape(
         separator_space,
         close_space,
         json_separators,
+        json_indent,
         close_from,
         content_after,
     )
@@ -389,6 +391,7 @@ def lower(description: FormatDescription) -> OutputShape:
     id_form = ID_FORMS["openai"]
     if isinstance(description.calls, Calls):
         c = description.calls
+        known_indent = not isinstance(c.json_indent, Unknown)
         if not isinstance(c.ids, Unknown) and c.ids.accepted and "openai" not in c.ids.accepted:
             id_form = ID_FORMS[c.ids.accepted[0]]
         call = lower_pattern(c.call, c, id_form)
@@ -406,7 +409,9 @@ def lower(description: FormatDescription) -> OutputShape:
             open_space=_space_only(turn.history_prefix) + _space_only(c.section_open),
             separator_space=_space_only(c.separator) if isinstance(c.separator, str) else "",
             close_space=_space_only(c.section_close),
-            json_separators=c.json_separators if isinstance(c.json_separators, tuple) else (),
+            # Separators without the indentation they go with would hold a model to JSON on one line.
+            json_separators=c.json_separators if isinstance(c.json_separators, tuple) and known_indent else (),
+            json_indent=c.json_indent if isinstance(c.json_indent, tuple) and c.json_indent[0] else (),
             close_from=c.section_close_from,
             content_after=c.content_before_calls == "after the calls",
         )

@@ -30,7 +30,7 @@ from analyzer.description import (
     Unknown,
 )
 from analyzer.detect.arguments import Located, build_pattern, find_json_arguments, find_key_value_arguments, json_values
-from analyzer.detect.json_style import detect_json_separators
+from analyzer.detect.json_style import detect_json_layout
 from analyzer.detect.names import detect_name_escaping
 from analyzer.detect.turn import continuation, last_call_sentinel_end, shared_turn_end
 from analyzer.diff import find_all, repeated_unit
@@ -216,6 +216,7 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
             content_before = "after the calls" if at > call_at else "kept"
 
     no_arguments = _no_arguments(session, turn, pattern, section_open, section_close)
+    json_separators, json_indent = detect_json_layout(session, call_object=isinstance(json_call, JsonCall))
     calls = Calls(
         section_open=section_open,
         section_close=section_close,
@@ -234,7 +235,8 @@ def detect_calls(session: Session, turn: Turn, call_output: str | Failed, ids: C
             and isinstance(separator, str)
             and separator.strip() == ","
         ),
-        json_separators=detect_json_separators(session),
+        json_separators=json_separators,
+        json_indent=json_indent,
         name_escaping=detect_name_escaping(session),
     )
     return CallsFinding(calls, parallel, tuple(warnings))

@@ -226,6 +226,9 @@ class CallsShape:
     close_space: str = ""
     # How the template writes the calls' JSON: (between items, after a key); () when unknown.
     json_separators: tuple[str, ...] = ()
+    # How that JSON is indented: (one level, what every line after an object's first starts with);
+    # () when it is written on one line or unknown.
+    json_indent: tuple[str, ...] = ()
     # How many calls a section holds before the template writes its closer (2: one call goes without).
     close_from: int = 1
     # The template writes a message's content after its calls (gemma-4): a model may write text there.

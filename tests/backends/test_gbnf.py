@@ -21,10 +21,13 @@ from typing import Any
 
 import pytest
 from helpers.gbnf_check import Checker, accepts
+from helpers.golden import Call, assistant_output, tool_calls
 from helpers.grammar import (
     CORPUS_CHECKS,
     NO_ARGS_TOOL,
     TOOLS,
+    USER,
+    WEATHER,
     WEATHER_TOOL,
     XFAIL,
     Case,
@@ -1009,13 +1012,27 @@ def test_required_grammar_accepts_reasoning_then_a_call(name, corpus_dir):
     check_expectations(reasoning_then_a_call(case(name, corpus_dir)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="indented JSON (issue 27's pretty-printed class, not fixed): the renders show no single pair of JSON "
-    "separators, so the exact grammar's JSON whitespace is the flexible mode's bounded run of any whitespace",
+NESTED_TOOL = tool(
+    "edit",
+    {
+        "path": {"type": "string"},
+        "options": {
+            "type": "object",
+            "properties": {"tags": {"type": "array", "items": {"type": "string"}}, "none": {"type": "object"}},
+            "additionalProperties": False,  # (the template reads it of every object parameter)
+        },
+        "env": {"type": "object", "additionalProperties": True},
+        "anything": {},
+    },
+    ["path"],
 )
+
+
 def test_exact_indented_json_takes_only_the_templates_indentation(corpus_dir):
-    """command-r-plus writes its call list with indent=4; granite-4.0 (one pair of separators) is exact."""
+    """command-r-plus writes its call list with ``tojson(indent=4)`` inside a list indented by 4: the
+    exact grammar takes that at every depth (nested objects and arrays, empty ones as ``{}``/``[]``,
+    free-form values) and nothing else, neither other whitespace nor the same JSON on one line, which
+    the flexible grammar takes. granite-4.0 (one line, one pair of separators) is exact too."""
     granite = case("ibm-granite-granite-4.0", corpus_dir)
     output = model_output(granite, calls_for(1))
     _, end = turn_span(granite.shape, output, 1)
@@ -1023,10 +1040,51 @@ def test_exact_indented_json_takes_only_the_templates_indentation(corpus_dir):
     assert grammar is not None
     check(grammar, [output[:end]], [output[:end].replace('{"name"', '{\r\n\r\n\t\t\n "name"')])
     c = case("CohereForAI-c4ai-command-r-plus-tool_use", corpus_dir)
-    output = model_output(c, calls_for(1))
-    _, end = turn_span(c.shape, output, 1)
-    grammar = to_grammar(c.shape, TOOLS, tool_choice="required")
-    assert grammar is not None
-    widened = output[:end].replace('{\n        "tool_name"', '{\r\n\r\n\t\t\n "tool_name"')
-    assert widened != output[:end]
-    check(grammar, [output[:end]], [widened])
+    assert c.description.calls.json_indent == ("    ", "    ")
+    tools = [*TOOLS, NESTED_TOOL]
+    nested = (
+        "edit",
+        {
+            "path": "a.txt",
+            "options": {"tags": ["x", "y"], "none": {}},
+            "env": {"A": {"deep": [[1, {"b": None}], []]}, "B": "c"},
+            "anything": [{"k": [True, 1.5]}],
+        },
+        "call_2",
+    )
+    # Nested past INDENT_DEPTH_MAX, where whitespace is free again, with room for the indentation.
+    deep: Any = [1]
+    for key in "abcdefghij":
+        deep = {key: deep}
+    deepest = ("edit", {"path": "c", "anything": deep}, "call_4")
+    empty = ("edit", {"path": "b", "options": {"tags": []}, "env": {}}, "call_3")
+
+    def written_and_not(calls: list[Call]) -> tuple[str, list[str]]:
+        """The template's render of ``calls``, and the same with other whitespace: more around a
+        call object, none at all (the JSON on one line), a member indented by two spaces less."""
+        turn = {"role": "assistant", "content": "", "tool_calls": tool_calls(c.description, calls)}
+        output = assistant_output(c.description, c.compiled, [USER], turn, tools)
+        _, end = turn_span(c.shape, output, len(calls))
+        written = output[:end]
+        head, rest = written.split("[", 1)
+        body, tail = rest.rsplit("]", 1)
+        others = [
+            written.replace('{\n        "tool_name"', '{\r\n\r\n\t\t\n "tool_name"'),
+            head + "[" + re.sub(r"\n *", "", body) + "]" + tail,
+            written.replace('\n            "path"', '\n          "path"'),
+        ]
+        assert len({written, *others}) == 4
+        return written, others
+
+    exact = to_grammar(c.shape, tools, tool_choice="required")
+    flexible = to_grammar(c.shape, tools, tool_choice="required", whitespace="flexible")
+    assert exact is not None and flexible is not None
+    calls = [WEATHER, nested, empty, deepest]
+    written, others = written_and_not(calls)
+    assert '\n                "tags": [\n                    "x",' in written and '"none": {}' in written
+    assert "\n" + " " * 52 + '"a": [\n' + " " * 56 + "1" in written
+    check(exact, [written], others)
+    check(flexible, [written, *others], [])
+    assert [json.loads(call.arguments) for call in Parser(c.description, tools).parse(written).tool_calls] == [
+        arguments for _, arguments, _ in calls
+    ]

@@ -53,11 +53,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("read", "MiniMax-M3"): _LOOSE_OBJECT,
     ("read", "google-gemma-4-31B-it"): _LOOSE_OBJECT,
     ("read", "google-gemma-4-31B-it-interleaved"): _LOOSE_OBJECT,
-    ("render", "CohereForAI-c4ai-command-r-plus-tool_use"): (
-        "indented JSON (issue 27's pretty-printed class, not fixed): the renders show no single pair of JSON "
-        "separators, so the exact grammar's JSON whitespace is the flexible mode's bounded run (20 characters), "
-        "and a value nested four deep is indented further"
-    ),
     ("render", "deepseek-ai-DeepSeek-R1-Distill-Llama-8B"): (
         "template defect: it closes the section (and the turn) only after the last of several calls, never after "
         "one, so several calls are written with a closer and a stop between them that the shape does not hold"

@@ -3,6 +3,7 @@ the content wrapper, the turn end and the stop string."""
 
 from __future__ import annotations
 
+import pytest
 from helpers.toy import CONTENT, END, HEAD, JSON_CALLS, calls_of, chat, describe
 
 from analyzer.description import Text, Unknown
@@ -105,9 +106,32 @@ def test_a_turn_end_of_two_markers_stops_at_the_one_every_turn_ends_with():
 
 def test_json_separators_are_read_from_the_calls():
     assert calls_of(describe(chat())).json_separators == (", ", ": ")
-    indented = "{% for tc in m.tool_calls or [] %}<call>{{ tc.function | tojson(indent=2) }}</call>{% endfor %}"
-    separators = calls_of(describe(chat(calls=indented))).json_separators
-    assert isinstance(separators, Unknown) and "not written with one pair" in separators.reason
+    assert calls_of(describe(chat())).json_indent == ("", "")
+
+
+@pytest.mark.parametrize(
+    ("written", "indent"),
+    [
+        ("tc.function | tojson(indent=2)", ("  ", "")),
+        # The template's own indenting moves every line after the first: a base under every level.
+        ("tc.function | tojson(indent=4) | indent(3)", ("    ", "   ")),
+    ],
+)
+def test_indented_json_is_read_with_its_unit_and_base(written, indent):
+    calls = "{% for tc in m.tool_calls or [] %}<call>{{ " + written + " }}</call>{% endfor %}"
+    found = calls_of(describe(chat(calls=calls)))
+    assert (found.json_separators, found.json_indent) == ((",", ": "), indent)
+
+
+def test_json_indented_by_no_one_rule_is_unknown():
+    """A level of three spaces, then two more: no ``json.dumps(indent=...)`` writes it."""
+    calls = (
+        "{% for tc in m.tool_calls or [] %}<call>"
+        '{{ tc.function | tojson(indent=2) | replace("\\n  ", "\\n   ") }}</call>{% endfor %}'
+    )
+    found = calls_of(describe(chat(calls=calls)))
+    assert isinstance(found.json_indent, Unknown) and "not written by one rule" in found.json_indent.reason
+    assert isinstance(found.json_separators, Unknown)
 
 
 def test_a_call_turn_with_its_own_end_marker_stops_there_too():

@@ -288,10 +288,10 @@ class _Builder:
         self.thinking = thinking
         self.exact = exact
         self.rules = Rules()
-        # Exact JSON needs the template's separators; where the renders did not show them, the JSON
-        # keeps bounded whitespace between tokens.
+        # Exact JSON needs the template's separators (and its indentation, where it indents); where the
+        # renders did not show them, the JSON keeps bounded whitespace between tokens.
         separators = calls.json_separators if exact else ()
-        self.json = SchemaRules(self.rules, separators)
+        self.json = SchemaRules(self.rules, separators, calls.json_indent)
         self.python = PythonRules(self.rules, separators)
         # What may stand around a value the template writes whitespace around or not.
         self.value_space = "" if exact else " "
@@ -644,7 +644,9 @@ class _Builder:
         if layout.arguments_encoding == "string":
             arguments = self.json.string()
         else:
-            arguments = self.json.value(tool.arguments_schema, f"{tool.name}-args")
+            # The arguments stand as deep in the call object as their key's path is long.
+            with self.json.nested(1 if layout.name_is_key else len(layout.arguments_path)):
+                arguments = self.json.value(tool.arguments_schema, f"{tool.name}-args")
         empty: Any = "{}" if layout.arguments_encoding == "string" else {}
         if layout.name_is_key:
             sample = json.dumps({tool.name: empty}, separators=(",", ":"))
@@ -689,16 +691,12 @@ class _Builder:
     def json_object(self, tree: dict[str, Any], order: list[str]) -> str:
         """An object with exactly these keys in this order (nested objects: in the order they were
         put), written inline: its members are the call's, not a token."""
-        members = [
-            self.json.member(
-                self.json.key(key),
-                self.json_object(tree[key], list(tree[key])) if isinstance(tree[key], dict) else tree[key],
-            )
-            for key in order
-        ]
-        return seq(
-            literal("{"), self.json.space(), ordered([(m, True) for m in members], self.json.comma()), literal("}")
-        )
+        members = []
+        for key in order:
+            with self.json.nested():
+                value = self.json_object(tree[key], list(tree[key])) if isinstance(tree[key], dict) else tree[key]
+            members.append((self.json.member(self.json.key(key), value), True))
+        return self.json.bracketed("{", ordered(members, self.json.comma()), "}", empty=False)
 
     def separator(self, markers: Markers) -> str:
         """Between two arguments: the separator's markers, or whitespace when it is only that."""

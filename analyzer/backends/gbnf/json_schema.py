@@ -21,10 +21,14 @@ that declares none allows any members unless ``additionalProperties`` is ``false
 Further members come after the declared ones; their keys are not kept from repeating a declared key.
 
 Whitespace: given the template's separators (``SchemaRules(rules, (", ", ": "))``, as its ``tojson``
-writes them), values are written exactly that way, with no other whitespace. Without them (the
-``flexible`` mode, or separators the renders did not show) whitespace between tokens is optional and
-bounded (``ws``: at most ``WS_MAX`` characters), so a model can write ``{"a": 1}`` or an indented
-object but cannot loop on whitespace forever.
+writes them), values are written exactly that way, with no other whitespace; given its indentation too
+(``("    ", "    ")``: ``tojson(indent=4)`` inside a list indented by 4), each object and array is
+written across lines as ``json.dumps(indent=...)`` writes it at its depth (``depth``, which
+``nested`` counts), ``{}`` and ``[]`` when empty, to ``INDENT_DEPTH_MAX`` levels. Without separators
+(the ``flexible`` mode, or separators the renders did not show), or deeper than that, whitespace
+between tokens is optional and bounded (``ws``: at most ``WS_MAX`` characters, or room for the
+template's indentation ``INDENT_DEPTH_LIMIT`` levels deep where it indents), so a model can write
+``{"a": 1}`` or an indented object but cannot loop on whitespace forever.
 
 Which rules get names: GBNF readers that lex (llguidance's converter makes every rule built only of
 literals, classes and such rules one greedy terminal) cannot end a terminal early once its text
@@ -37,11 +41,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
-from analyzer.backends.gbnf.text import Rules, choice, group, literal, name_part, optional, ordered, seq
+from analyzer.backends.gbnf.text import WS_MAX, Rules, choice, group, literal, name_part, optional, ordered, seq
 from analyzer.backends.gbnf.values import Bound, integer_range, number_range, pattern_body
 
 # Keywords that say nothing about which values are valid.
@@ -101,6 +106,10 @@ _PY_ESCAPE = (
     r'| "U" ( "000" [0-9a-fA-F]{5} | "0010" [0-9a-fA-F]{4} ) )'
 )
 _PY_STRING = rf'''"'" ( [^'\\] | {_PY_ESCAPE} )* "'" | "\"" ( [^"\\] | {_PY_ESCAPE} )* "\""'''
+# How deep indented JSON is written exactly; deeper, whitespace between tokens is free and bounded,
+# with room for the indentation of a value nested INDENT_DEPTH_LIMIT deep (deeper ones are refused).
+INDENT_DEPTH_MAX = 8
+INDENT_DEPTH_LIMIT = 32
 _INTEGER = '"-"? ( "0" | [1-9] [0-9]{0,15} )'
 # A fraction as long as the shortest round-trip spelling of a double (17 digits after up to 4 zeros).
 # Every number is a finite double, as the parser reads it (1E400 is JSON, and infinity, which the parser
@@ -141,29 +150,84 @@ class SchemaRules:
 
     prefix = ""  # of the names of the rules that differ by syntax but not by schema
 
-    def __init__(self, rules: Rules, separators: tuple[str, ...] = ()) -> None:
+    def __init__(self, rules: Rules, separators: tuple[str, ...] = (), indent: tuple[str, ...] = ()) -> None:
         """``separators``: (between items, after a key) to write values exactly so; () for any
-        bounded whitespace between tokens."""
+        bounded whitespace between tokens. ``indent``: (one level, what every line after the first
+        starts with) to write objects and arrays across lines as ``json.dumps(indent=...)`` does
+        where values are written exactly, and to leave room for such lines where whitespace is free;
+        () for one line."""
         self.rules = rules
         self.separators = separators if len(separators) == 2 else ()
+        self.indent = indent if len(indent) == 2 and indent[0] else ()
+        # How deep the value being written stands: 0 for the outermost, one more inside each object or
+        # array. Only indented values are written differently at each depth.
+        self.depth = 0
         self.root: Any = None  # the schema local $refs point into (a tool's parameters)
 
     # ------------------------------------------------------------------ whitespace
 
+    def exact(self) -> bool:
+        """Whether values are written exactly: with the template's separators, and indented only to
+        ``INDENT_DEPTH_MAX`` (deeper, a grammar per depth would never end for a recursive schema)."""
+        return bool(self.separators) and not (self.indent and self.depth > INDENT_DEPTH_MAX)
+
     def space(self) -> str:
         """Where whitespace may stand between tokens: none when values are written exactly."""
-        return "" if self.separators else self.rules.ws()
+        return "" if self.exact() else self._ws()
 
     def comma(self) -> str:
-        """Between two members or items."""
-        return literal(self.separators[0]) if self.separators else seq(literal(","), self.rules.ws())
+        """Between two members or items of a value at this depth."""
+        if not self.exact():
+            return seq(literal(","), self._ws())
+        return literal(self.separators[0] + self._line_break(1) if self.indent else self.separators[0])
 
     def colon(self) -> str:
         """Between a key and its value."""
-        if self.separators:
+        if self.exact():
             return literal(self.separators[1])
-        ws = self.rules.ws()
+        ws = self._ws()
         return seq(ws, literal(":"), ws)
+
+    def _ws(self) -> str:
+        """Whitespace where it is free: bounded, but room for a line break and the template's own
+        indentation of a value nested ``INDENT_DEPTH_LIMIT`` deep where it indents."""
+        if not self.indent:
+            return self.rules.ws()
+        unit, base = self.indent
+        return self.rules.ws(max(WS_MAX, 1 + len(base) + len(unit) * INDENT_DEPTH_LIMIT))
+
+    def _line_break(self, levels: int) -> str:
+        """A new line, indented to ``levels`` below the value at this depth."""
+        unit, base = self.indent
+        return "\n" + base + unit * (self.depth + levels)
+
+    def indented(self) -> bool:
+        """Whether objects and arrays at this depth are written across lines."""
+        return bool(self.indent) and self.exact()
+
+    def bracketed(self, opening: str, body: str, closing: str, *, empty: bool) -> str:
+        """``body`` (members or items, at least one) between two brackets with the whitespace inside
+        them; ``empty``: whether none may be written, as ``{}`` or ``[]`` (nothing between the
+        brackets, indented or not)."""
+        if not self.indented():
+            return seq(literal(opening), self.space(), optional(body) if empty else body, literal(closing))
+        written = seq(literal(opening + self._line_break(1)), body, literal(self._line_break(0) + closing))
+        return choice((group(written), literal(opening + closing))) if empty else written
+
+    @contextmanager
+    def nested(self, levels: int = 1) -> Iterator[None]:
+        """Values written ``levels`` objects or arrays deeper than this depth."""
+        self.depth += levels
+        try:
+            yield
+        finally:
+            self.depth -= levels
+
+    def _layout_key(self) -> str:
+        """What sets apart a recursive rule's name by how it is written: exactly, at which depth."""
+        if not self.exact():
+            return ""
+        return f"-exact-d{self.depth}" if self.indent else "-exact"
 
     # ------------------------------------------------------------------ the syntax of values
 
@@ -252,7 +316,7 @@ class SchemaRules:
             # Keywords beside a $ref apply with it: merged, as allOf.
             return self.value({"allOf": [target, rest]}, hint)
         name = name_part(str(ref))
-        key = f"{self.prefix}ref-{name}{'-exact' if self.separators else ''}"
+        key = f"{self.prefix}ref-{name}{self._layout_key()}"
         return self.rules.recursive(key, lambda _: self.value(target, f"{self.prefix}{name}"))
 
     def resolved(self, schema: Any) -> Any:
@@ -406,16 +470,22 @@ class SchemaRules:
         required = set(schema.get("required") or ())
         additional = schema.get("additionalProperties")
         if not properties and additional is not False:
-            return self.any_object(self.value(additional, f"{hint}-value"))
-        members = [
-            (self.member(self.key(name), self.value(sub, f"{hint}-{name}")), name in required)
-            for name, sub in properties.items()
-        ]
-        extra = ""
+            return self.any_object(lambda: self.value(additional, f"{hint}-value"))
+        members = []
+        for name, sub in properties.items():
+            with self.nested():
+                value = self.value(sub, f"{hint}-{name}")
+            members.append((self.member(self.key(name), value), name in required))
+        extra_value = ""
         if additional is True or isinstance(additional, dict):
-            extra = self.member(self.string(), self.value(additional, f"{hint}-extra"))
-        body = ordered(members, self.comma(), extra)
-        return self.rules.add(hint, seq(literal("{"), self.space(), body, literal("}")))
+            with self.nested():
+                extra_value = self.value(additional, f"{hint}-extra")
+        extra = self.member(self.string(), extra_value) if extra_value else ""
+        # Indented, no members at all is written "{}", not an empty line: the body holds one at least.
+        indented = self.indented()
+        body = ordered(members, self.comma(), extra, empty=not indented)
+        no_required = not any(is_required for _, is_required in members)
+        return self.rules.add(hint, self.bracketed("{", body, "}", empty=indented and no_required))
 
     def member(self, key: str, value: str) -> str:
         """``key: value`` with the whitespace that may follow it (before ``,`` or ``}``)."""
@@ -423,32 +493,39 @@ class SchemaRules:
 
     def array(self, schema: dict[str, Any], hint: str) -> str:
         ws = self.space()
-        item = seq(self.value(schema.get("items"), f"{hint}-item"), ws)
+        with self.nested():
+            item = seq(self.value(schema.get("items"), f"{hint}-item"), ws)
         low = schema["minItems"] if isinstance(schema.get("minItems"), int) else 0
         high = schema["maxItems"] if isinstance(schema.get("maxItems"), int) else None
         if high == 0:
-            return self.rules.add(hint, seq(literal("["), ws, literal("]")))
+            return self.rules.add(hint, literal("[]") if self.indented() else seq(literal("["), ws, literal("]")))
         more = group(seq(self.comma(), item)) + f"{{{max(low - 1, 0)},{'' if high is None else high - 1}}}"
-        items = seq(item, more)
-        return self.rules.add(hint, seq(literal("["), ws, items if low > 0 else optional(items), literal("]")))
+        return self.rules.add(hint, self.bracketed("[", seq(item, more), "]", empty=low == 0))
 
-    def any_object(self, value: str) -> str:
-        """An object with any keys, each value ``value``."""
-        ws = self.space()
-        member = self.member(self.string(), value)
-        members = optional(seq(member, group(seq(self.comma(), member)) + "*"))
-        return self.rules.add(f"{self.prefix}object", seq(literal("{"), ws, members, literal("}")))
+    def any_object(self, value: Callable[[], str]) -> str:
+        """An object with any keys, each value what ``value`` builds (at the members' depth)."""
+        with self.nested():
+            member_value = value()
+        self.space()  # its rule first, as before indentation was read: grammars of one-line JSON unchanged
+        member = self.member(self.string(), member_value)
+        members = seq(member, group(seq(self.comma(), member)) + "*")
+        return self.rules.add(f"{self.prefix}object", self.bracketed("{", members, "}", empty=True))
 
     def any_value(self) -> str:
         """Any value, for an empty or absent schema."""
 
         def build(name: str) -> str:
             ws = self.space()
-            item = seq(name, ws)
-            array = seq(literal("["), ws, optional(seq(item, group(seq(self.comma(), item)) + "*")), literal("]"))
+            # Indented, a value inside stands one level deeper, so it is another rule (up to the
+            # depth past which whitespace is free and the rule its own element again).
+            indented = self.indented()
+            with self.nested():
+                element = self.any_value() if indented else name
+            item = seq(element, ws)
+            array = self.bracketed("[", seq(item, group(seq(self.comma(), item)) + "*"), "]", empty=True)
             return " | ".join(
                 (
-                    self.any_object(name),
+                    self.any_object(self.any_value if indented else lambda: name),
                     self.rules.add(f"{self.prefix}array", array),
                     self.string(),
                     self.number(),
@@ -457,8 +534,8 @@ class SchemaRules:
                 )
             )
 
-        # Made once per hint: the hint says whether it is written exactly.
-        return self.rules.recursive(f"{self.prefix}any-value{'-exact' if self.separators else ''}", build)
+        # Made once per way of writing: exactly or not, and at which depth where indented.
+        return self.rules.recursive(f"{self.prefix}any-value{self._layout_key()}", build)
 
 
 class PythonRules(SchemaRules):

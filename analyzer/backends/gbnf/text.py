@@ -144,9 +144,10 @@ class Rules:
             name = f"{base}-{n}"
         return name
 
-    def ws(self) -> str:
-        """Optional whitespace: between JSON tokens and wherever a template wrote some."""
-        return self.add("ws", f"{char_class(_WS_CHARS)}{{0,{WS_MAX}}}")
+    def ws(self, most: int = WS_MAX) -> str:
+        """Optional whitespace, ``most`` characters at most: between JSON tokens and wherever a template
+        wrote some."""
+        return self.add("ws" if most == WS_MAX else f"ws-{most}", f"{char_class(_WS_CHARS)}{{0,{most}}}")
 
     def ws_required(self) -> str:
         """Whitespace that must be there: between two words."""
