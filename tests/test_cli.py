@@ -24,6 +24,18 @@ def test_analyze_summary_shows_markers_with_visible_whitespace(corpus_dir):
     assert "stop: '<|im_end|>'" in out
 
 
+def test_analyze_summary_shows_how_the_calls_json_is_laid_out(corpus_dir):
+    code, out, err = run(["analyze", str(corpus_dir / "CohereForAI-c4ai-command-r-plus-tool_use.jinja")])
+    assert code == 0, err
+    assert "JSON layout        separators ',' ': '; indented by '    ' under '    '" in out
+    code, out, err = run(["analyze", str(corpus_dir / "Qwen-Qwen3-0.6B.jinja")])
+    assert code == 0, err
+    assert "JSON layout        separators ', ' ': '; on one line" in out
+    code, out, err = run(["analyze", str(corpus_dir / "MiniMax-M3.jinja")])  # its calls hold no JSON
+    assert code == 0, err
+    assert "JSON layout" not in out
+
+
 def test_analyze_json_is_one_object_per_line_with_format(corpus_dir):
     names = ["Qwen-Qwen2.5-7B-Instruct", "google-gemma-2-2b-it", "LFM2.5-8B-A1B"]
     code, out, err = run(["analyze", "--json", *[str(corpus_dir / f"{n}.jinja") for n in names]])

@@ -119,6 +119,8 @@ def summarize(d: FormatDescription, style: Style = _plain) -> str:
                 lines.append(f"    {form.json_type:<8} {pattern(form.pattern)}  value syntax: {form.syntax}")
         else:
             lines.append(f"  arguments          {show(a)}")
+        if not (isinstance(c.json_separators, Unknown) and isinstance(c.json_indent, Unknown)):
+            lines.append(f"  JSON layout        {_json_layout(c.json_separators, c.json_indent, show)}")
         if isinstance(c.ids, CallIds):
             refused = "; ".join(f"{form} refused: {msg}" for form, msg in c.ids.refused)
             lines.append(
@@ -175,6 +177,20 @@ _SHOWN_STATUS = {"error": "fails"}
 
 # minijinja's place in a render error: the template is compiled under the name "chat" (render/engines.py).
 _MINIJINJA_PLACE = re.compile(r"\s*\(in chat:(\d+)\)$")
+
+
+def _json_layout(
+    separators: tuple[str, str] | Unknown, indent: tuple[str, str] | Unknown, show: Callable[[object], str]
+) -> str:
+    """How the calls' JSON is written: its separators and its lines."""
+    between = show(separators) if isinstance(separators, Unknown) else f"{show(separators[0])} {show(separators[1])}"
+    if isinstance(indent, Unknown):
+        lines = show(indent)
+    elif not indent[0]:
+        lines = "on one line"
+    else:
+        lines = f"indented by {show(indent[0])}" + (f" under {show(indent[1])}" if indent[1] else "")
+    return f"separators {between}; {lines}"
 
 
 def _capability_note(template_name: str, key: str, cap: Capability) -> str:
