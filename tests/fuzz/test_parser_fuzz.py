@@ -18,6 +18,7 @@ from helpers.roundtrip import TOOLS
 
 from analyzer.backends.parser import Parser
 from analyzer.lower import lower
+from analyzer.runtime.message import Prefill
 from analyzer.runtime.shape import JsonCallObject
 
 SWEEP_TIMES = 3  # outputs per deviation class and format
@@ -196,3 +197,9 @@ def test_the_fuzzer_sees_what_it_looks_for(corpus_dir: Path) -> None:
     tolerant = types.SimpleNamespace(strict=True, parse=lenient.parse, stream=lenient.stream)  # says strict, is not
     found = fuzz.problems(tolerant, _NEMO.replace("[TOOL_CALLS][", "[TOOL_CALLS] ["), [], random.Random(0))
     assert [fuzz.problem_kind(problem) for problem in found] == ["strict parse applied a tolerance"]
+    # Every problem has a kind, read as continuing a prefill too; one of no kind is an error, not the
+    # StopIteration that once ended benchmarks/fuzz_parser.py's pool loop after 5 of 1000 jobs.
+    prefill = Prefill("x: ", "")
+    assert fuzz.problem_kind(f"{fuzz.STRICT}continuing {prefill}: stream (1) differs from batch") == "stream"
+    with pytest.raises(ValueError, match="no known kind"):
+        fuzz.problem_kind("something else")

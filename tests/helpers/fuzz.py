@@ -179,6 +179,7 @@ def _long(rng: random.Random, text: str) -> str:
 
 
 STRICT = "strict parser: "  # before a problem a strict parser had
+CONTINUING = "continuing "  # before the prefill of a parser that continues a prefilled message
 PROBLEM_KINDS = (
     "batch parse raised",
     "stream",
@@ -189,9 +190,15 @@ PROBLEM_KINDS = (
 
 
 def problem_kind(problem: str) -> str:
-    """Which of ``PROBLEM_KINDS`` a problem is."""
+    """Which of ``PROBLEM_KINDS`` a problem is, read as continuing a prefilled message or not."""
     body = problem.removeprefix(STRICT)
-    return next(kind for kind in PROBLEM_KINDS if body.startswith(kind))
+    if body.startswith(CONTINUING):  # "continuing Prefill(...): <problem>"
+        body = body.split("): ", 1)[-1]
+    for kind in PROBLEM_KINDS:
+        if body.startswith(kind):
+            return kind
+    # (not StopIteration: raised inside a pool's job it would end the run's loop as if all jobs were done)
+    raise ValueError(f"a problem of no known kind: {problem[:200]!r}")
 
 
 def problems(parser: Parser, text: str, canaries: list[str], rng: random.Random) -> list[str]:
@@ -330,7 +337,7 @@ class Fuzzer:
             outcome = self.check(item, text, canaries, applied, rng)
             continuing = other.choice(self.continuing[item.template])
             outcome.problems.extend(
-                f"continuing {continuing.continuing}: {problem}"
+                f"{CONTINUING}{continuing.continuing}: {problem}"
                 for problem in problems(continuing, text, [*outcome.canaries, PREFILL_CANARY], other)
             )
             yield outcome
