@@ -1003,13 +1003,15 @@ def _utf8(text: str) -> bool:
 
 
 def _partial_suffix_of(text: str, start: int, end: int, words: tuple[str, ...]) -> int:
-    """Length of the longest end of ``text[start:end]`` that begins one of ``words``."""
+    """Length of the longest end of ``text[start:end]`` that may yet be one of ``words``: that begins
+    one, with the text after ``end`` too (all of it is known: an end the text goes on from otherwise
+    is no word, however the output was cut into chunks)."""
     best = 0
     for word in words:
         # Such an end starts with the word's first character: look only where that stands.
         at = text.find(word[:1], max(start, end - len(word) + 1), end)
         while at != -1 and end - at > best:
-            if word.startswith(text[at:end]):
+            if text.startswith(word[: len(text) - at], at):  # (the rest of the text, or the whole word)
                 best = end - at
                 break
             at = text.find(word[:1], at + 1, end)

@@ -8,8 +8,10 @@ template asked for JSON (``True``, single quotes, arguments encoded twice).
 from __future__ import annotations
 
 import ast
+import io
 import json
 import re
+import tokenize
 import warnings
 from typing import Any
 
@@ -24,6 +26,9 @@ _LITERAL_CHARS = set("0123456789+-.eEtruefalsnoTFN")  # numbers, true/false/null
 _STRING_BODY = {'"': re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S), "'": re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.S)}
 _NOTHING_TO_SEE = re.compile(r"[^\"'{}\[\]]*")
 _CLOSERS = {"{": "}", "[": "]"}
+# A closing quote, then whitespace and an opening one: where two strings may stand side by side.
+_SIDE_BY_SIDE_QUOTES = re.compile(r"[\"']\s*[\"']")
+_LAYOUT_TOKENS = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
 
 # start of a value -> how far scanning it got: strings an offset, containers (offset, stack)
 # keyed by where a value starts; raw values (read up to what follows them) by ("raw", start)
@@ -138,13 +143,33 @@ def decode_syntax(text: str, *, strict: bool = False, python: bool = False) -> t
 
 
 def python_literal(text: str) -> tuple[Any] | None:
-    """The JSON value of a Python literal, in a 1-tuple (the value may be None); None when it is none."""
+    """The JSON value of a Python literal, in a 1-tuple (the value may be None); None when it is none.
+    Two strings side by side (``["a" "b"]``) are none: Python joins them, but a model that wrote them
+    left out a comma, and a stream that sent ``"a"`` cannot take it back."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes in model text are not our warnings
-            return (_as_json(ast.literal_eval(text.strip()), 0),)
+            value = ast.literal_eval(text.strip())
     except _UNDECODABLE:
         return None
+    if _SIDE_BY_SIDE_QUOTES.search(text) and _joins_strings(text):
+        return None
+    try:
+        return (_as_json(value, 0),)
+    except _UNDECODABLE:
+        return None
+
+
+def _joins_strings(text: str) -> bool:
+    """Whether two string literals stand side by side in ``text`` (a valid Python literal)."""
+    previous = None
+    for token in tokenize.generate_tokens(io.StringIO(text.strip()).readline):
+        if token.type in _LAYOUT_TOKENS:
+            continue
+        if token.type == tokenize.STRING and previous == tokenize.STRING:
+            return True
+        previous = token.type
+    return False
 
 
 def _shallow(value: Any) -> Any:

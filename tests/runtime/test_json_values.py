@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.runtime.values import _SHORT_JSON, INCOMPLETE, complete_json_at, value_end
+from analyzer.runtime.values import _SHORT_JSON, INCOMPLETE, complete_json_at, python_literal, value_end
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text("ab\"\\{}[]:, \n'é"),
@@ -53,3 +54,21 @@ def test_a_long_value_still_arriving_is_left_to_the_scan() -> None:
     assert complete_json_at(text, 0) is None
     assert value_end(text, 0) == INCOMPLETE
     assert complete_json_at('{"a": [{}, ', 0) == INCOMPLETE
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('["a", "b"]', ["a", "b"]),
+        ("{'a': ''}", {"a": ""}),
+        ("'\"'", '"'),
+        ('""', ""),
+        # Strings side by side, which Python joins: a comma left out, not one string.
+        ('["a" "b"]', None),
+        ("['a''b']", None),
+        ("('x'\n 'y')", None),
+        ("{'k': 'it''s'}", None),
+    ],
+)
+def test_a_python_literal_with_strings_side_by_side_is_none(text: str, value: object) -> None:
+    assert python_literal(text) == (None if value is None else (value,))

@@ -276,3 +276,34 @@ def test_key_value_arguments_are_sent_as_json_built_as_values_arrive(corpus_dir:
     assert '{"location": "Paris, Fr' in seen and '{"location": "Paris, France", "days": 3' in seen
     assert not any(s.endswith("\\n") for s in seen)
     assert sent + "".join(d.arguments for d in last) == '{"location": "Paris, France", "days": 3}'
+
+
+# Outputs the fuzzer (benchmarks/fuzz_parser.py) found a stream read otherwise than the batch parse.
+FUZZ_FOUND = [
+    # A closing marker's beginning, then another marker: never the closer, however the text arrives
+    # (the batch held it back as a closer's beginning at the call's cut, a stream had seen past it).
+    (
+        "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter</function>\n</function>\n"
+        "</tool_call>",
+    ),
+    # Two JSON strings side by side: read as Python, they were joined ("ab") after "a" was sent.
+    (
+        "unsloth-Apriel-1.5",
+        '\n<tool_calls>[{"name": "search", "arguments": {"query": "q", "filters": {"tags": ["a" "b"], "year": 2024}}}]'
+        "</tool_calls>",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), FUZZ_FOUND, ids=[name for name, _ in FUZZ_FOUND])
+def test_outputs_the_fuzzer_found_stream_as_the_batch_reads_them(name: str, text: str) -> None:
+    parser = Parser(golden(name), TOOLS)
+    batch = parser.parse(text)
+    for size in (1, 2, 3, 7, len(text)):
+        stream = parser.stream()
+        for at in range(0, len(text), size):
+            stream.feed(text[at : at + size])
+        stream.finish()
+        assert stream.message == batch, size
+    assert not [e for e in batch.errors if e.kind == "streamed_call_differs"]
