@@ -157,8 +157,8 @@ class SchemaRules:
         where values are written exactly, and to leave room for such lines where whitespace is free;
         () for one line."""
         self.rules = rules
-        self.separators = separators if len(separators) == 2 else ()
-        self.indent = indent if len(indent) == 2 and indent[0] else ()
+        self.separators: tuple[str, ...] = separators if len(separators) == 2 else ()
+        self.indent: tuple[str, ...] = indent if len(indent) == 2 and indent[0] else ()
         # How deep the value being written stands: 0 for the outermost, one more inside each object or
         # array. Only indented values are written differently at each depth.
         self.depth = 0
