@@ -129,12 +129,17 @@ class JsonArgumentsReader:
         if expect in (_ARG_SPACE_THEN_VALUE, _ARG_SPACE_THEN_ITEM):
             if ch != " ":
                 return self._doubt()
-            self._expect = _ARG_VALUE if expect == _ARG_SPACE_THEN_VALUE else self._item_after_comma()
-            return self._advance(i + 1)
+            if expect == _ARG_SPACE_THEN_VALUE:
+                self._expect = _ARG_VALUE
+                return self._advance(i + 1)
+            self._expect = self._item_after_comma()
+            self.pos = i + 1  # (", " is certain with the item after it: "{"a": 1, }" is read otherwise)
+            return True
         if expect == _ARG_COMMA_OR_CLOSE:
             if ch == ",":
                 self._expect = _ARG_SPACE_THEN_ITEM
-                return self._advance(i + 1)
+                self.pos = i + 1
+                return True
             return self._close(ch, i)
         if expect == _ARG_KEY_OR_CLOSE:
             if ch == '"':

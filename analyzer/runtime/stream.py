@@ -1525,9 +1525,15 @@ class _Plan:
         # The text that ends a call.
         self.call_ender = facts.closing if facts else ""
         # Where a call's text is cut when it is malformed (``Stream._malformed``): its arguments are
-        # sent as they arrive no further.
+        # sent as they arrive no further. Nor past the next call's opener where a call may lack its
+        # closing text (a tolerance): the call may turn out to end there.
+        next_opener = facts.opener[0].text if facts and facts.opener and self.call_ender and not strict else ""
         self.call_cut_words = (
-            [w for w in ((calls.section_close[0].text if calls.section_close else ""), self.call_ender) if w]
+            [
+                w
+                for w in ((calls.section_close[0].text if calls.section_close else ""), self.call_ender, next_opener)
+                if w
+            ]
             if calls
             else []
         )

@@ -120,13 +120,14 @@ def test_what_a_tolerance_reads_otherwise_is_held_until_the_call_is_whole(writte
 
 
 def test_a_key_written_twice_stops_the_stream_where_it_stands() -> None:
-    """Strict JSON with a repeated key is passed on as written, so the stream may send up to the repeat."""
+    """Strict JSON with a repeated key is passed on as written, so the stream may send up to the repeat
+    (the comma before it is sent with the key after it)."""
     written = '{"location": "Paris", "location": "Rome"}'
     text = f'<tool_call>\n{{"name": "get_weather", "arguments": {written}}}\n</tool_call>'
     parser = Parser(golden("Qwen-Qwen3-0.6B"), TOOLS)
     steps, last = _fed_one_by_one(parser, text)
     before_close = _arguments_sent(steps[: text.index("}}") + 1], 0)
-    assert "".join(before_close) == '{"location": "Paris", '
+    assert "".join(before_close) == '{"location": "Paris"'
     assert "".join(_arguments_sent(steps + [last], 0)) == written == parser.parse(text).tool_calls[0].arguments
 
 
@@ -138,14 +139,14 @@ def test_a_key_still_arriving_is_sent_while_it_can_be_no_repeat() -> None:
     for written, sent in [
         ('{"locat', '{"locat'),
         ('{"location": "Paris", "da', '{"location": "Paris", "da'),
-        ('{"location": "Paris", "loc', '{"location": "Paris", '),
+        ('{"location": "Paris", "loc', '{"location": "Paris"'),  # (", " goes with the key after it)
         ('{"location": "Paris", "locx', '{"location": "Paris", "locx'),
         # Doubt inside a key (a raw control character, an escape json.dumps does not write): what
         # came before its first character not written as is stays sent, read at once or char by char.
         ('{"l\r\nocation": "Paris"', '{"l'),
         ('{"a\\"b\r": "1"', '{"a'),
         ('{"location": "Paris", "d\u0000ays', '{"location": "Paris", "d'),
-        ('{"location": "Paris", "loc\x00', '{"location": "Paris", '),
+        ('{"location": "Paris", "loc\x00', '{"location": "Paris"'),
     ]:
         steps, _ = _fed_one_by_one(parser, head + written)
         assert "".join(_arguments_sent(steps, 0)) == sent, written
@@ -286,6 +287,16 @@ FUZZ_FOUND = [
         "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
         "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter</function>\n</function>\n"
         "</tool_call>",
+    ),
+    # A comma, then the object's end: '{"query": "q",}' is Python, re-encoded without the comma a
+    # stream had sent.
+    ("unsloth-mistral-Devstral-Small-2507", '[TOOL_CALLS]search[ARGS]{"query": "q",} "filters": {"tags": ["a"]}'),
+    # A string past the next call's opener, where the call may lack its closer (a tolerance): the call
+    # was read to the opener, its value another way, after the string was sent.
+    (
+        "google-gemma-4-31B-it-interleaved",
+        '<|tool_call>call:get_weather{location:<|"|>Paris<|"|X>}<to-1e999ol_call|><|tool_call>call:search{query:'
+        '<|"|>weather in Lyon<',
     ),
     # Two JSON strings side by side: read as Python, they were joined ("ab") after "a" was sent.
     (
