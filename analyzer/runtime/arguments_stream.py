@@ -27,7 +27,8 @@ import re
     _ARG_COMMA_OR_CLOSE,
     _ARG_SPACE_THEN_ITEM,
     _ARG_STRING_BODY,
-) = range(8)
+    _ARG_KEY,
+) = range(9)
 # A run of string characters json.dumps(ensure_ascii=False) writes as they are.
 _ARG_PLAIN = re.compile(r'[^"\\\x00-\x1f]+')
 _ARG_TOKEN = re.compile(r"[-+0-9.eE]+|true|false|null|[A-Za-z]+")
@@ -145,13 +146,16 @@ class JsonArgumentsReader:
             if ch == '"':
                 return self._key(text, i, limit)
             return self._close(ch, i)
+        if expect == _ARG_KEY:
+            return self._key(text, i, limit) if ch == '"' else self._doubt()
         if expect == _ARG_VALUE_OR_CLOSE and ch == "]":
             return self._close(ch, i)
         return self._value(text, i, limit)
 
     def _item_after_comma(self) -> int:
-        # After ", " in an object a key comes (told by the quote), in a list a value.
-        return _ARG_KEY_OR_CLOSE if self._stack[-1] == "}" else _ARG_VALUE
+        # After ", " in an object a key comes (told by the quote), in a list a value: a bracket closing
+        # there is no strict JSON ("{"a": 1, }" is read otherwise).
+        return _ARG_KEY if self._stack[-1] == "}" else _ARG_VALUE
 
     def _close(self, ch: str, i: int) -> bool:
         if not self._stack or ch != self._stack[-1]:

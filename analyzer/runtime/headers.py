@@ -232,8 +232,9 @@ def content_headers(shape: OutputShape) -> tuple[ContentHeader, ...]:
 class DetailedContentHeader:
     """The content wrapper's opener with a header token and words before its second token (``<|channel|>
     final <|constrain|>json<|message|>``, a reply in a declared format): ``lead`` the text up to its
-    words (watched for), ``whole`` the regex of the header, ``beginning`` that of the text it may have
-    begun as at the end of the output so far."""
+    words (watched for), ``whole`` the regex of the header (group ``left_out``: the token and words,
+    which the message leaves out), ``beginning`` that of the text it may have begun as at the end of
+    the output so far."""
 
     lead: str
     whole: re.Pattern[str]
@@ -256,7 +257,7 @@ def detailed_content_header(shape: OutputShape) -> DetailedContentHeader | None:
     words = rf"(?:{_HEADER_WORD_TEXT})?"
     return DetailedContentHeader(
         lead,
-        re.compile(rf"{re.escape(lead)}[ \t]+{token.whole}[ \t]*{words}[ \t]*{re.escape(second)}"),
+        re.compile(rf"{re.escape(lead)}[ \t]+(?P<left_out>{token.whole}[ \t]*{words})[ \t]*{re.escape(second)}"),
         re.compile(
             rf"{re.escape(lead)}[ \t]*(?:{token.beginning}|{token.whole}[ \t]*{words}[ \t]*(?:{_begun(second)}))?"
         ),

@@ -81,6 +81,9 @@ Texts = tuple[str, ...]  # texts any of which may stand at a place (what may fol
 # A name with nothing written after it to end it: a run of word characters (any script), dots, dashes.
 _WORD_NAME = re.compile(r"[\w.\-]+")
 _INDEX_DIGITS = re.compile(r"\d+")
+# Longer is no call id (the longest id forms are a prefix and a 64-character hash): text read as one
+# would run on through a call.
+_ID_LONGEST = 9 + 64
 _ID_PATTERNS: dict[IdForm, re.Pattern[str]] = {}
 
 
@@ -128,7 +131,8 @@ class CallMatch:
     arguments: dict[str, Any] | None = None
     arguments_text: str = ""  # the arguments as the model wrote them, when already a JSON object
     unread: list[tuple[str, str]] = field(default_factory=list)  # (field, its JSON text): members no layout path reads
-    tolerated: list[tuple[str, int]] = field(default_factory=list)  # (tolerance kind, where in the text)
+    # (tolerance kind, where in the text, the model's text it left out of the message: a header's token)
+    tolerated: list[tuple[str, int, str]] = field(default_factory=list)
     more: list[CallMatch] = field(default_factory=list)  # the other calls of one JSON list of calls
     name_at: int = -1  # where the name starts in the text
 
@@ -332,14 +336,22 @@ class CallMatcher:
     ) -> Step:
         i = skip_ws(text, i)
         m = _id_regex(part.form).match(text, i)
-        if m is None or (m.end() == len(text) and not final):
-            return NEED if not final and len(text) - i < 9 + 64 else Mismatch("expected a call id")
-        value = m.group()
+        if m is None:
+            return NEED if not final and len(text) - i < _ID_LONGEST else Mismatch("expected a call id")
+        value, whole = m.group(), False
         for tail in following:
             # The marker that follows may be made of id characters: the id ends where it begins.
             cut = value.find(tail) if tail else -1
             if cut > 0:
-                value = value[:cut]
+                value, whole = value[:cut], True
+        arriving = not whole and m.end() == len(text) and not final
+        # (an id still arriving is as long as its text less what may begin the marker after it: a
+        # stream and a batch refuse the same ids)
+        held = _partial_suffix_of(value, 0, len(value), tuple(t for t in following if t)) if arriving else 0
+        if len(value) - held > _ID_LONGEST:
+            return Mismatch("expected a call id")
+        if arriving:
+            return NEED
         result.call_id = value
         return i + len(value)
 
@@ -373,9 +385,9 @@ class CallMatcher:
             result.arguments, end = complete
             result.arguments_text = text[start:end]
             if part.encoding == "string":
-                result.tolerated.append((ARGUMENTS_ENCODING, start))
+                result.tolerated.append((ARGUMENTS_ENCODING, start, ""))
             elif part.encoding == "python" and python_literal(text[start:end]) is None:
-                result.tolerated.append((LITERAL_SYNTAX, start))
+                result.tolerated.append((LITERAL_SYNTAX, start, ""))
             return end
         span = _json_span(
             text,
@@ -394,9 +406,9 @@ class CallMatcher:
         except Undecodable as exc:
             return Mismatch(f"arguments are not valid: {exc}")
         if other_syntax:
-            result.tolerated.append((LITERAL_SYNTAX, i))
+            result.tolerated.append((LITERAL_SYNTAX, i, ""))
         if other_encoding:
-            result.tolerated.append((ARGUMENTS_ENCODING, i))
+            result.tolerated.append((ARGUMENTS_ENCODING, i, ""))
         # The model's own text is kept only when it already is the JSON object clients expect.
         result.arguments_text = raw if strict_object(raw) else ""
         return end
@@ -420,10 +432,10 @@ class CallMatcher:
             except Undecodable as exc:
                 return Mismatch(f"the call is not valid JSON: {exc}")
             if other_syntax:
-                result.tolerated.append((LITERAL_SYNTAX, i))
+                result.tolerated.append((LITERAL_SYNTAX, i, ""))
         if isinstance(call, list) and call and not self.strict:
             # One JSON list of calls where the template writes one object per call.
-            result.tolerated.append((CALL_LIST, i))
+            result.tolerated.append((CALL_LIST, i, ""))
             result.more = [CallMatch(end) for _ in call[1:]]
             for item, read in zip(call, [result, *result.more], strict=True):
                 problem = self._call_object(item, part.layout, read, i)
@@ -470,17 +482,17 @@ class CallMatcher:
             if layout.arguments_encoding != "string":
                 if self.strict:
                     return Mismatch("arguments are a string, not an object")
-                result.tolerated.append((ARGUMENTS_ENCODING, i))
+                result.tolerated.append((ARGUMENTS_ENCODING, i, ""))
             try:
                 arguments, other_syntax, _ = read_arguments(arguments, "string", strict=self.strict)
             except Undecodable as exc:
                 return Mismatch(f"arguments are not valid: {exc}")
             if other_syntax:
-                result.tolerated.append((LITERAL_SYNTAX, i))
+                result.tolerated.append((LITERAL_SYNTAX, i, ""))
         elif layout.arguments_encoding == "string" and isinstance(arguments, dict):
             if self.strict:
                 return Mismatch("arguments are an object, not a JSON string")
-            result.tolerated.append((ARGUMENTS_ENCODING, i))
+            result.tolerated.append((ARGUMENTS_ENCODING, i, ""))
         if not isinstance(arguments, dict):
             return Mismatch("arguments are not an object")
         result.name = name
@@ -800,9 +812,12 @@ class KeyValuesReader:
                 if outcome is NEED:
                     break
                 if isinstance(outcome, tuple):
+                    if outcome[0] > limit:
+                        break  # read past what may be the call's closer: as far as it goes so far
                     return self._whole(outcome, limit)
-        # Not an argument (the call's next part decides), one that turns out malformed, or text that no
-        # form reads yet but may with more: what it reads as so far; looked at again with more text.
+        # Not an argument (the call's next part decides), one that turns out malformed, one read past the
+        # limit, or text that no form reads yet but may with more: what it reads as so far; looked at
+        # again with more text.
         return self._string_so_far(text, j, limit, force)
 
     @staticmethod
@@ -837,8 +852,6 @@ class KeyValuesReader:
         end, key, value = outcome
         clean, _ = finite(value)
         encoded = json_text(clean)
-        if end > limit:
-            return None  # read past what may be the call's closer: looked at again with more text
         if key in self.keys or (not encoded.isascii() and not _utf8(encoded)):
             self.done = True
             return None
@@ -1045,7 +1058,7 @@ class VariantMatcher(CallMatcher):
     def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | _Need | Mismatch:
         got = super().match(text, start, final, memo)
         if isinstance(got, CallMatch):
-            got.tolerated[:0] = [(kind, start) for kind in self.kinds]
+            got.tolerated[:0] = [(kind, start, "") for kind in self.kinds]
         return got
 
 
@@ -1068,7 +1081,7 @@ def _after_header_token(token: re.Pattern[str], partial: re.Pattern[str]) -> Cal
         if m is not None:
             got = match_word(text, m.end(), part.text, final)
             if isinstance(got, int):
-                result.tolerated.append((HEADER_TOKEN, j))
+                result.tolerated.append((HEADER_TOKEN, j, m.group()))
             return got
         if not final and partial.fullmatch(text, j):
             return NEED
@@ -1209,7 +1222,7 @@ def _respelled(
         if key is not None:
             arguments, respelled = call[key], replace(respelled, arguments_path=(key,))
     if respelled is not layout:
-        result.tolerated.append((KEY_SPELLING, at))
+        result.tolerated.append((KEY_SPELLING, at, ""))
     return name, arguments, respelled
 
 
@@ -1333,7 +1346,7 @@ def _match_form(
     separator: Markers = (),
     closers: tuple[str, ...] = (),
     next_call: tuple[str, tuple[str, ...]] = ("", ()),
-    tolerated: list[tuple[str, int]] | None = None,
+    tolerated: list[tuple[str, int, str]] | None = None,
 ) -> tuple[int, str, Any] | _Need | Mismatch:
     """One argument written in one of the group's (shared) forms: (end, name, value). ``separator``:
     what stands between two arguments; ``closers``: what may follow the whole call; ``next_call``: the
@@ -1397,7 +1410,7 @@ def _match_form(
                     quoted = _quoted_literal(raw_value) if tolerated is not None else None
                     if quoted is not None:
                         # A string in quotes the template does not write: a literal, its escapes decoded.
-                        tolerated.append((LITERAL_SYNTAX, j))  # type: ignore[union-attr]  # not None: checked above
+                        tolerated.append((LITERAL_SYNTAX, j, ""))  # type: ignore[union-attr]  # not None: checked above
                         raw_value, value_syntax = quoted, "decoded"
                     continue
                 end = value_end(text, j, memo)
@@ -1457,7 +1470,7 @@ def _match_form(
     if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
         if quotes[0] and raw_value[0] != quotes[0] and tolerated is not None:
             # In quotes the template does not write strings in: a literal, its escapes decoded.
-            tolerated.append((LITERAL_SYNTAX, i - len(raw_value)))
+            tolerated.append((LITERAL_SYNTAX, i - len(raw_value), ""))
         else:
             value = raw_value[1:-1]  # quoted by the template but never escaped
     return i, key, value

@@ -41,14 +41,20 @@ class ParseError:
 @dataclass(frozen=True, slots=True)
 class ParseWarning:
     """A way the output differs from what the template writes that was read anyway (a tolerance:
-    ``tolerance.py`` lists the kinds). ``offset``: where in the output, in characters."""
+    ``tolerance.py`` lists the kinds). ``offset``: where in the output, in characters; ``text``: the
+    model's text there that the message leaves out, where the tolerance leaves some out (a token in a
+    call's header the template never writes), so that none is lost."""
 
     kind: str
     message: str
     offset: int
+    text: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "offset": self.offset}
+        out: dict[str, Any] = {"kind": self.kind, "message": self.message, "offset": self.offset}
+        if self.text:
+            out["text"] = self.text
+        return out
 
 
 class Message:

@@ -840,7 +840,7 @@ class Stream:
             # A header begun and begun again (headers.py): the first is dropped.
             m = abandoned.whole.match(buf)
             if m is not None:
-                self._warn(deltas, ABANDONED_HEADER, 0)
+                self._warn(deltas, ABANDONED_HEADER, 0, m.group())
                 self._consume(m.end())
                 return
             if not final and abandoned.waits(buf):
@@ -855,7 +855,7 @@ class Stream:
             # The content wrapper's opener with a header token and words before its second token.
             m = detailed.whole.match(buf)
             if m is not None:
-                self._warn(deltas, HEADER_TOKEN, len(buf) - len(buf[len(word) :].lstrip(" \t")))
+                self._warn(deltas, HEADER_TOKEN, m.start("left_out"), m.group("left_out").rstrip(" \t"))
                 self._consume(m.end())
                 return
             if not final and detailed.beginning.fullmatch(buf):
@@ -1125,7 +1125,7 @@ class Stream:
             if closed is NEED:
                 return NEED
             if isinstance(closed, tuple):
-                closed[0].tolerated.append((MISSING_CLOSER, closed[0].end))
+                closed[0].tolerated.append((MISSING_CLOSER, closed[0].end, ""))
                 return closed
         return outcome
 
@@ -1276,8 +1276,8 @@ class Stream:
             self._emit(deltas, Delta("", "", index, None, None, text))
         else:
             self._finish_streamed(deltas, streamed, name, call_id, text)
-        for kind, at in match.tolerated:
-            self._warn(deltas, kind, at)
+        for kind, at, left_out in match.tolerated:
+            self._warn(deltas, kind, at, left_out)
         for path, number in numbers:
             where = "/".join(str(step) for step in path)
             self._error(
@@ -1463,10 +1463,10 @@ class Stream:
     def _error(self, deltas: list[Delta], error: ParseError) -> None:
         self._emit(deltas, Delta(error=error))
 
-    def _warn(self, deltas: list[Delta], kind: str, at: int) -> None:
-        """A tolerance applied at ``at`` in the buffer (one of ``TOLERANCES``)."""
+    def _warn(self, deltas: list[Delta], kind: str, at: int, left_out: str = "") -> None:
+        """A tolerance applied at ``at`` in the buffer (one of ``TOLERANCES``), and the text it left out."""
         offset = self._fed - len(self._buf) + at
-        self._emit(deltas, Delta(warning=ParseWarning(kind, TOLERANCES[kind], offset)))
+        self._emit(deltas, Delta(warning=ParseWarning(kind, TOLERANCES[kind], offset, left_out)))
 
 
 # Each state's step, in the order of the state numbers (a table: the loop runs several times a parse).

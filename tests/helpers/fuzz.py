@@ -266,6 +266,8 @@ def _kept_text(message: dict) -> str:
         parts += [call["id"], call["function"]["name"], call["function"]["arguments"]]
     for error in message.get("errors") or []:
         parts.append(error.get("text", ""))
+    for warning in message.get("warnings") or []:
+        parts.append(warning.get("text", ""))  # what a tolerance left out
     return "\n".join(parts)
 
 

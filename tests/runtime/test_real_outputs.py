@@ -520,6 +520,36 @@ def test_a_call_header_variant_cut_short_is_reported_with_its_text(output: str) 
     assert not batch["content"] and "tool_calls" not in batch, batch
 
 
+@pytest.mark.parametrize(
+    "output, kind, left_out",
+    [
+        (
+            ' to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"location": "Paris"}',
+            "header_token",
+            "<|constrain|>",
+        ),
+        # A token the fuzzer made of the template's own by cutting it (benchmarks/fuzz_parser.py).
+        (
+            ' to=functions.get_weather<|channel|>analysis <|consQzvk025train|>json<|message|>{"location": "Paris"}',
+            "header_token",
+            "<|consQzvk025train|>",
+        ),
+        ('<|channel|>final <|constrain|>json<|message|>{"amount": 1}', "header_token", "<|constrain|>json"),
+        (
+            "<|channel|>commentary to=Qzvk7<|channel|>final<|message|>Hello.",
+            "abandoned_header",
+            "<|channel|>commentary to=Qzvk7",
+        ),
+    ],
+)
+def test_a_tolerance_that_leaves_text_out_reports_it(output: str, kind: str, left_out: str) -> None:
+    """Nothing is lost: the model's text a tolerance keeps out of the message is in its warning (gpt-oss)."""
+    batch, streamed = _read(Parser(golden("openai-gpt-oss-120b"), TOOLS), output)
+    assert streamed == batch
+    warning = next(w for w in batch["warnings"] if w["kind"] == kind)
+    assert (warning["text"], output[warning["offset"] :].startswith(left_out)) == (left_out, True), batch
+
+
 def test_every_tolerance_has_a_row() -> None:
     from analyzer.runtime.tolerance import TOLERANCES
 

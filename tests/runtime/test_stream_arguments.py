@@ -304,12 +304,43 @@ FUZZ_FOUND = [
         '\n<tool_calls>[{"name": "search", "arguments": {"query": "q", "filters": {"tags": ["a" "b"], "year": 2024}}}]'
         "</tool_calls>",
     ),
+    # A value past its closer's broken spelling up to the next call: the batch read the value to a
+    # later closer, past where the call may close, and sent none of it; a stream had sent it.
+    (
+        "Spark2.5",
+        "<tool_call>get_weather<arg_key>location</arg_key><arg_value>Paris</a{rg_value></tool_callQzvk0174>"
+        "<tool_call>search<arg_key>query</arg_key><arg_value>weather in Lyon</arg_value>",
+    ),
+    (
+        "Qwen3.5-4B",
+        "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis, France\n</parameter<tool_call>\n"
+        "<parameter=days>\n3\n</parameter>Qzvk0586\n</function>\n</tool_call>",
+    ),
+    # A comma, a space, then the object's end: sent with the comma before the re-encoding dropped it.
+    ("unsloth-mistral-Devstral-Small-2507", '[TOOL_CALLS]météo[ARGS]{"ville": "Paris", }"ключ": "v"}'),
+]
+# Outputs read as continuing a prefilled message.
+FUZZ_FOUND_CONTINUING = [
+    # A call id hundreds of characters long in reasoning the prompt opened: a stream let it go as no id
+    # (long ids are none) while the batch read it whole as a call ending the reasoning.
+    (
+        "upstage-Solar-Open-100B",
+        "<|tool_calls|><|tool_calls|><|tool_call:begin|>Ab3De6G" + "(" * 500 + "h9<|tool_call:name|>search"
+        '<|tool_call:args|>{"query": "q"}<|tool_call:end|><|calls|>',
+        {"reasoning_content": "Let me "},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "text"), FUZZ_FOUND, ids=[name for name, _ in FUZZ_FOUND])
-def test_outputs_the_fuzzer_found_stream_as_the_batch_reads_them(name: str, text: str) -> None:
-    parser = Parser(golden(name), TOOLS)
+@pytest.mark.parametrize(
+    ("name", "text", "continuing"),
+    [(name, text, None) for name, text in FUZZ_FOUND] + FUZZ_FOUND_CONTINUING,
+    ids=[name for name, _ in FUZZ_FOUND] + [f"{name}-continuing" for name, *_ in FUZZ_FOUND_CONTINUING],
+)
+def test_outputs_the_fuzzer_found_stream_as_the_batch_reads_them(
+    name: str, text: str, continuing: dict[str, str] | None
+) -> None:
+    parser = Parser(golden(name), TOOLS, continuing=continuing)
     batch = parser.parse(text)
     for size in (1, 2, 3, 7, len(text)):
         stream = parser.stream()
