@@ -135,7 +135,7 @@ def decode_syntax(text: str, *, strict: bool = False, python: bool = False) -> t
         return found[0], not python
     if strict:
         raise Undecodable(f"not a {'Python literal' if python else 'JSON value'}: {text[:60]!r}")
-    repaired = text.replace("True", "true").replace("False", "false").replace("None", "null")
+    repaired = _constants_as_json(text)
     try:
         return _shallow(json.loads(repaired)), True
     except _UNDECODABLE:
@@ -371,5 +371,14 @@ def decode_notation(text: str, quote_open: str, quote_close: str) -> Any:
 
 
 def _bare(fragment: str) -> str:
-    fragment = _BARE_KEY.sub(lambda m: f'{m.group(1)}"{m.group(2)}"{m.group(3)}', fragment)
-    return fragment.replace("True", "true").replace("False", "false").replace("None", "null")
+    return _constants_as_json(_BARE_KEY.sub(lambda m: f'{m.group(1)}"{m.group(2)}"{m.group(3)}', fragment))
+
+
+# A JSON string is passed over whole: the words are the model's text there ("fNone", a key "isTrue").
+_STRING_OR_CONSTANT = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|\b(True|False|None)\b', re.S)
+_JSON_CONSTANTS = {"True": "true", "False": "false", "None": "null"}
+
+
+def _constants_as_json(text: str) -> str:
+    """``text`` with Python's True, False and None written as JSON's, outside strings."""
+    return _STRING_OR_CONSTANT.sub(lambda m: m.group(1) or _JSON_CONSTANTS[m.group(2)], text)

@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.runtime.values import _SHORT_JSON, INCOMPLETE, complete_json_at, python_literal, value_end
+from analyzer.runtime.values import (
+    _SHORT_JSON,
+    INCOMPLETE,
+    Undecodable,
+    complete_json_at,
+    decode,
+    decode_notation,
+    python_literal,
+    value_end,
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text("ab\"\\{}[]:, \n'é"),
@@ -72,3 +81,25 @@ def test_a_long_value_still_arriving_is_left_to_the_scan() -> None:
 )
 def test_a_python_literal_with_strings_side_by_side_is_none(text: str, value: object) -> None:
     assert python_literal(text) == (None if value is None else (value,))
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # JSON with Python's constants (neither syntax alone): the constants are read, strings kept.
+        ('{"a": true, "b": None, "isTrue": "None of it"}', {"a": True, "b": None, "isTrue": "None of it"}),
+        ('[False, "True"]', [False, "True"]),
+        # An invalid escape in a key: no value, rather than a key with its words rewritten.
+        ('{"fNone\'\\Noneilters": 1}', Undecodable),
+    ],
+)
+def test_python_constants_in_json_are_read_outside_strings_only(text: str, value: object) -> None:
+    if value is Undecodable:
+        with pytest.raises(Undecodable):
+            decode(text)
+    else:
+        assert decode(text) == value
+
+
+def test_a_templates_notation_keeps_its_keys_and_strings() -> None:
+    assert decode_notation('{isTrue:True,x:<|"|>None<|"|>}', '<|"|>', '<|"|>') == {"isTrue": True, "x": "None"}

@@ -318,6 +318,13 @@ FUZZ_FOUND = [
     ),
     # A comma, a space, then the object's end: sent with the comma before the re-encoding dropped it.
     ("unsloth-mistral-Devstral-Small-2507", '[TOOL_CALLS]météo[ARGS]{"ville": "Paris", }"ключ": "v"}'),
+    # An invalid escape in a key, and Python's None around it: the batch read None as null inside the
+    # key (and its escape as JSON's), a key no stream had sent.
+    (
+        "Reka-Edge",
+        ' <tool_call>\n{"name": "search", "arguments": {"query": "q", "fNone\'\\Noneilters": {"tags": ["a", "b"], '
+        '"year": 2024}}}\n</tool_call>\n\n<sep>',
+    ),
 ]
 # Outputs read as continuing a prefilled message.
 FUZZ_FOUND_CONTINUING = [
