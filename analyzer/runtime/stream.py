@@ -8,21 +8,21 @@ times, not once per chunk. A batch parse is one feed and a finish: the same code
 batch results are equal by construction, and the tests check it for every split.
 
 Nothing is lost: each character of output ends up in content, reasoning, a call, or an error.
+
+The machine reads its tables (which markers each state watches for, the matchers of each way a call is
+written, the buffers a state waits on) from the plan, built once per parser (``stream_plan.py``), and
+searches its buffer with the scanners (``scanners.py``).
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
-import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
-from .headers import HeaderVariant, ShapeHeaders, shape_headers
 from .match import (
     NEED,
     CallMatch,
@@ -30,14 +30,37 @@ from .match import (
     KeyValuesReader,
     Mismatch,
     Step,
-    VariantMatcher,
     _Need,
     match_literal,
     skip_ws,
 )
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, ToolCall, apply, prefill_of
-from .shape import CallsShape, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, Name, OutputShape, Part
-from .shape_analysis import ByIdentity, analysis, closing_markers, closing_text, leading_markers
+from .scanners import (
+    NO_MATCH,
+    json_string_text,
+    loose_literal,
+    marker_before,
+    match_closer,
+    may_open_member,
+    partial_suffix,
+    pending_start,
+    string_body,
+)
+from .shape import Name, OutputShape
+from .stream_plan import (
+    AFTER_CALL,
+    AFTER_REASONING,
+    ANSWER,
+    CALL,
+    CONTENT,
+    FENCE,
+    REASONING,
+    SECTION,
+    START,
+    STATE_COUNT,
+    CallForm,
+    StreamPlan,
+)
 from .tolerance import (
     ABANDONED_HEADER,
     CALL_LIST,
@@ -56,8 +79,6 @@ from .tolerance import (
 )
 from .values import INCOMPLETE, INVALID, Memo, finite, json_text, readable, value_end
 
-_START, _REASONING, _CONTENT, _SECTION, _CALL, _AFTER_CALL, _AFTER_REASONING, _ANSWER = range(8)
-_FENCE = "```"
 # A markdown code fence opening a line: models wrap JSON in one where the format asks for bare JSON. Only
 # a fence that says nothing or JSON is dropped: another language's (```python) is the model's content.
 _FENCE_OPENING = re.compile(r"```([\w-]*)[ \t]*(?:\r?\n)?\s*")
@@ -67,7 +88,7 @@ _MAY_END_A_CALL = '}])"'
 _PIECE = 4096  # the most text fed to the state machine at once
 # The states whose step gives no delta for a buffer of whitespace alone (tests check it), and the
 # longest such buffer a feed leaves to a later one.
-_SPACE_WAITS = frozenset((_START, _CONTENT, _SECTION, _AFTER_CALL))
+_SPACE_WAITS = frozenset((START, CONTENT, SECTION, AFTER_CALL))
 _SPACE_WAIT_LONGEST = 64
 _PENDING_OPENER = 256  # how far back a "{" may still open a JSON reply once more text comes
 # How far into a call its arguments may open and still be sent as they arrive: a call whose header
@@ -130,7 +151,7 @@ class Stream:
         validate: bool = True,
         strict: bool = False,
         inline_reasoning: bool = False,
-        plan: _Plan | None = None,
+        plan: StreamPlan | None = None,
         continuing: Mapping[str, Any] | Prefill | None = None,
         fresh_ids: bool = False,
     ):
@@ -155,7 +176,7 @@ class Stream:
         self._surrogates: list[ParseError] = []
         self.message = Message()
         self._buf = ""
-        self._state = _START
+        self._state = START
         self._content_started = False  # leading whitespace of content is the markers'
         self._held_ws = ""  # trailing whitespace of content, emitted only if more content follows
         self._held_reasoning_ws = ""
@@ -163,7 +184,7 @@ class Stream:
         self._call_start = 0
         self._calls = shape.calls
         self._memo: Memo = {}  # how far values in the buffer were scanned; cleared when it is consumed
-        self._plan = plan = plan or _Plan(shape, self.tools, strict=strict, fresh_ids=fresh_ids)
+        self._plan = plan = plan or StreamPlan(shape, self.tools, strict=strict, fresh_ids=fresh_ids)
         self._matcher = plan.matcher
         if not plan.streams_arguments:
             self._wake = ASLEEP
@@ -200,7 +221,7 @@ class Stream:
             # Nothing is pending and nothing in the chunk may start a marker: it is content or
             # reasoning as it stands, as the state machine would find, without running it for every
             # token (the state's whitespace rule still applies: trailing whitespace waits).
-            if state == _CONTENT and self._content_started and self._plan.marker_start(chunk) is None:
+            if state == CONTENT and self._content_started and self._plan.marker_start(chunk) is None:
                 body = chunk.rstrip()
                 if not body:
                     self._held_ws += chunk
@@ -210,7 +231,7 @@ class Stream:
                 self.message.add_text(delta.content, "")
                 return [delta]
             if (
-                state == _REASONING
+                state == REASONING
                 and self._waiting_call < 0
                 and self.message.has_reasoning
                 and self._plan.reasoning_marker_start(chunk) is None
@@ -227,7 +248,7 @@ class Stream:
         self._buf = ""
         buf += chunk  # a sole reference, so CPython appends in place
         self._buf = buf
-        if state == _CALL:
+        if state == CALL:
             streamed: list[Delta] = []
             wake = self._wake
             if (
@@ -264,12 +285,12 @@ class Stream:
         # A marker still arriving: the state machine would wait for more. (Only a buffer shorter than
         # the longest marker is looked up: hashing a long one would cost its length.)
         if len(buf) < self._waits_longest and buf in self._plan.waits[state] and not self._fenced:
-            if state == _REASONING:
+            if state == REASONING:
                 # Before any reasoning, also what follows a reasoning block the model skipped.
                 if not self._reasoned or buf in self._plan.reasoning_waits:
                     return []
             elif not (
-                (state == _START and self._prefix_read) or (state == _AFTER_REASONING and self._after_reasoning_read)
+                (state == START and self._prefix_read) or (state == AFTER_REASONING and self._after_reasoning_read)
             ):
                 return []  # (a turn's prefix and what follows reasoning are read once: waited on before)
         # Whitespace alone where the state machine only drops or holds it (around markers, before
@@ -407,11 +428,11 @@ class Stream:
             self._opener_checked = True  # the output goes on with text: no marker starts it
             if prefill.content:
                 self._content_started = True
-                self._state = _CONTENT
+                self._state = CONTENT
         elif prefill.reasoning_content:
             self._opened_by_prompt = True  # inside the block the prompt left open
             self._opener_checked = True
-            self._state = _REASONING
+            self._state = REASONING
         else:
             self._prefix_read = False  # nothing to continue: a plain start
 
@@ -431,7 +452,7 @@ class Stream:
         shape = self.shape
         if self._opened_by_prompt:
             # The prompt opened reasoning; what history writes first closes it (an empty block).
-            self._state = _REASONING
+            self._state = REASONING
             return
         buf = self._buf
         if shape.prefix and not self._prefix_read:
@@ -465,7 +486,7 @@ class Stream:
                 self._inline_text(deltas, closed)
                 self._consume(closed)
                 self._block_closed()
-                self._state = _AFTER_REASONING
+                self._state = AFTER_REASONING
                 return
         self._content_or_named_call(final)
 
@@ -489,11 +510,11 @@ class Stream:
             names = self.tools.names()
             if any(buf.startswith(name, head) for name in names):
                 self._call_start = head
-                self._state = _CALL
+                self._state = CALL
                 return
             if not final and any(name.startswith(buf[head:]) for name in names):
                 return
-        self._state = _CONTENT
+        self._state = CONTENT
 
     def _reasoning(self, deltas: list[Delta], final: bool) -> None:
         assert self.shape.reasoning is not None
@@ -516,7 +537,7 @@ class Stream:
             if self._buf.startswith(words, head):
                 self._consume(head)
                 self._inline_opener = ""  # a block skipped is none, inline too
-                self._state = _AFTER_REASONING
+                self._state = AFTER_REASONING
                 return
             if not final and any(word.startswith(self._buf[head:]) for word in words):
                 return
@@ -563,7 +584,7 @@ class Stream:
                 self._scan_from = max(0, len(self._buf) - len(word) + 1)
             return
         if at == -1:
-            keep = 0 if final else _partial_suffix(self._buf, self._reasoning_watch)
+            keep = 0 if final else partial_suffix(self._buf, self._reasoning_watch)
             text = self._buf[: len(self._buf) - keep]
             if text:
                 self._emit_reasoning(deltas, text, closing=final)
@@ -582,7 +603,7 @@ class Stream:
         self._inline_text(deltas, end - at)
         self._consume(end - at)
         self._block_closed()
-        self._state = _AFTER_REASONING
+        self._state = AFTER_REASONING
 
     def _block_closed(self) -> None:
         """After a reasoning block: content starts anew (its leading whitespace is the markers'), unless
@@ -608,7 +629,7 @@ class Stream:
         self._emit_reasoning(deltas, "", closing=True)
         self._block_closed()
         self._scan_from = 0
-        self._state = _CONTENT
+        self._state = CONTENT
 
     def _call_in_reasoning(self, close_at: int, final: bool) -> int | _Need | None:
         """Where a complete call starts inside reasoning, before any close marker; NEED while a call
@@ -710,14 +731,14 @@ class Stream:
             and json_at is not None
             and found == (json_at, "")
             and self._answer_opener is not None
-            and _may_open_member(buf[json_at:], self.shape.answer_key)
+            and may_open_member(buf[json_at:], self.shape.answer_key)
         ):
             # An object that opens like a call may still turn out to be the answer: wait and see.
             self._emit_content(deltas, buf[:json_at])
             self._consume(json_at)
             return
         if found is None:
-            keep = 0 if final else _partial_suffix(buf, self._watch)
+            keep = 0 if final else partial_suffix(buf, self._watch)
             json_pending = not final and self._fences and self._json_trigger_pending(buf)
             if json_pending:
                 keep = max(keep, len(buf) - buf.rfind("{"))
@@ -732,7 +753,7 @@ class Stream:
             self._scan_from = 0 if json_pending else max(0, len(self._buf) - self._longest)
             return
         at, word = found
-        pending = None if final else _pending_start(buf, self._watch, at, self._longest)
+        pending = None if final else pending_start(buf, self._watch, at, self._longest)
         if pending is not None:
             # A longer marker may be starting before this one (``[TOOL_CALLS][`` around ``]``): wait.
             if pending:
@@ -746,7 +767,7 @@ class Stream:
     def _finish_content(self, deltas: list[Delta], text: str) -> None:
         """The last content. An output that ends on the start of a call's opening marker (a reply cut
         at n_predict inside ``<tool_call``) ends inside a call: that text is reported, not content."""
-        cut = _partial_suffix(text, self._call_words) if self._call_words else 0
+        cut = partial_suffix(text, self._call_words) if self._call_words else 0
         if cut >= 2:
             self._emit_content(deltas, text[:-cut], closing=True)
             self._error(
@@ -767,9 +788,9 @@ class Stream:
         buf = self._buf
         calls = self._calls
         if calls is not None and word == "":
-            self._call_start, self._state = 0, _CALL
+            self._call_start, self._state = 0, CALL
             return
-        if word == _FENCE and self._fences:
+        if word == FENCE and self._fences:
             fence = self._fence(deltas, final)
             if fence is NEED:
                 return
@@ -782,7 +803,7 @@ class Stream:
             if isinstance(step, int):
                 self._inline_text(deltas, step)
                 self._consume(step)
-                self._state = _REASONING
+                self._state = REASONING
                 return
         if calls is not None and calls.section_open and word == calls.section_open[0].text:
             step = match_literal(buf, 0, calls.section_open, final)
@@ -790,17 +811,17 @@ class Stream:
                 return
             if isinstance(step, int):
                 self._consume(step)
-                self._state = _SECTION
+                self._state = SECTION
                 return
         if calls is not None and word and word == self._plan.section_wake:
             # The section opener's special word, with whitespace before the rest of the opener.
-            step = _loose_literal(buf, calls.section_open)
+            step = loose_literal(buf, calls.section_open)
             if step is NEED and not final:
                 return
             if isinstance(step, int):
                 self._warn(deltas, MARKER_WHITESPACE, len(word))
                 self._consume(step)
-                self._state = _SECTION
+                self._state = SECTION
                 return
             j = skip_ws(buf, len(word))
             if self._plan.listless_close is not None and buf.startswith("{", j):
@@ -809,7 +830,7 @@ class Stream:
                 self._consume(j)
                 self._listless = True
                 self._call_start = 0
-                self._state = _CALL
+                self._state = CALL
                 return
         if word in shape.stops and not buf[len(word) :].strip():
             # A turn's stop string that also opens a call (a call written as a new message): with
@@ -821,7 +842,7 @@ class Stream:
             if calls.section_open:
                 self._warn(deltas, MISSING_OPENER, 0)
             self._call_start = 0
-            self._state = _CALL
+            self._state = CALL
             return
         opening = self._plan.reordered.get(word) if calls is not None else None
         if opening is not None:
@@ -833,7 +854,7 @@ class Stream:
             if isinstance(step, int):
                 self._call_form = self._plan.reordered_form(word)
                 self._call_start = 0
-                self._state = _CALL
+                self._state = CALL
                 return
         abandoned = self._plan.abandoned_header
         if abandoned is not None and word in abandoned.leads:
@@ -865,7 +886,7 @@ class Stream:
             self._warn(deltas, MISSING_OPENER, 0)
             self._call_form = self._plan.headless
             self._call_start = 0
-            self._state = _CALL
+            self._state = CALL
             return
         if calls is not None and calls.separator and word == self._named_after and self.tools.names():
             # Calls that open with a name where the output starts: after content, a call stands behind
@@ -877,7 +898,7 @@ class Stream:
             if opens is True and isinstance(step, int):
                 self._consume(step)
                 self._call_start = 0
-                self._state = _CALL
+                self._state = CALL
                 return
         closers = (calls.section_close,) if calls is not None and self.message.tool_calls else ()
         for literal in (shape.content_open, shape.content_close, *closers):
@@ -936,7 +957,7 @@ class Stream:
             return False
         if self._json_opener is not None and '"' not in buf[at + 1 :].strip()[1:]:
             return True
-        return self._answer_opener is not None and _may_open_member(buf[at:], self.shape.answer_key)
+        return self._answer_opener is not None and may_open_member(buf[at:], self.shape.answer_key)
 
     def _answer_trigger(self, buf: str) -> int | None:
         if self._answer_opener is None:
@@ -949,7 +970,7 @@ class Stream:
         drop the fence and read that (True); NEED while that cannot be told yet; else False."""
         buf = self._buf
         m = _FENCE_OPENING.match(buf)
-        end = m.end() if m else len(_FENCE)
+        end = m.end() if m else len(FENCE)
         rest = buf[end:]
         if not rest or (m and m.end() == len(buf)):
             return False if final else NEED
@@ -962,7 +983,7 @@ class Stream:
             and not opens_answer
             and not final
             and self._answer_opener is not None
-            and _may_open_member(buf[end:], self.shape.answer_key)
+            and may_open_member(buf[end:], self.shape.answer_key)
         ):
             return NEED  # an object that opens like a call may still turn out to be the answer
         if opens_call or opens_answer:
@@ -973,7 +994,7 @@ class Stream:
             if opens_answer:
                 self._open_answer()
             else:
-                self._call_start, self._state = 0, _CALL
+                self._call_start, self._state = 0, CALL
             return True
         if not final and rest.startswith("{") and self._json_trigger_pending(buf[end:]):
             return NEED
@@ -986,8 +1007,8 @@ class Stream:
             return True
         buf = self._buf
         j = skip_ws(buf, 0)
-        if buf.startswith(_FENCE, j):
-            end = j + len(_FENCE)
+        if buf.startswith(FENCE, j):
+            end = j + len(FENCE)
             if end == len(buf) and not final:
                 return NEED  # a longer fence, or the newline after it, may follow
             if buf.startswith("\r\n", end):
@@ -995,7 +1016,7 @@ class Stream:
             elif buf.startswith("\n", end):
                 end += 1
             self._consume(end)
-        elif not final and (j == len(buf) or _FENCE.startswith(buf[j:])):
+        elif not final and (j == len(buf) or FENCE.startswith(buf[j:])):
             return NEED
         self._fenced = False
         return True
@@ -1007,17 +1028,17 @@ class Stream:
         assert m is not None
         self._answer_at = m.end()
         self._answer_closed = -1
-        self._state = _ANSWER
+        self._state = ANSWER
 
     def _answer(self, deltas: list[Delta], final: bool) -> None:
         """Inside ``{"answer": "...``: the string's text goes out as content as it arrives; the object
         must close right after it, else what follows is reported with the object's text."""
         buf = self._buf
         if self._answer_closed < 0:
-            closed, safe = _string_body(buf, self._answer_at)
+            closed, safe = string_body(buf, self._answer_at)
             end = closed if closed >= 0 else (len(buf) if final else safe)
             if end > self._answer_at:
-                self._emit_content(deltas, _json_string_text(buf[self._answer_at : end]))
+                self._emit_content(deltas, json_string_text(buf[self._answer_at : end]))
                 self._answer_at = end
             if closed < 0:
                 if final:
@@ -1055,7 +1076,7 @@ class Stream:
     def _leave_answer(self, end: int) -> None:
         self._consume(end)
         self._answer_at, self._answer_closed = 0, -1
-        self._state = _AFTER_CALL
+        self._state = AFTER_CALL
 
     def _section(self, deltas: list[Delta], final: bool) -> None:
         # Right after the section opener: a call, or (an empty section) its closer.
@@ -1068,12 +1089,12 @@ class Stream:
                 return  # an empty section's closer, still arriving
             if isinstance(step, int):
                 self._consume(step)
-                self._state = _CONTENT
+                self._state = CONTENT
                 return
         if j == len(self._buf) and not final:
             return
         self._call_start = 0
-        self._state = _CALL
+        self._state = CALL
 
     def _call(self, deltas: list[Delta], final: bool) -> None:
         form = self._call_form
@@ -1088,7 +1109,7 @@ class Stream:
             self._emit_call(deltas, match)
             self._consume(end)
             self._call_form = self._plan.whole
-            self._state = _AFTER_CALL
+            self._state = AFTER_CALL
             return
         if outcome is NEED:
             if final:
@@ -1097,7 +1118,7 @@ class Stream:
                 )
                 self._call_error(deltas, error)
                 self._consume(len(self._buf))
-                self._state = _CONTENT
+                self._state = CONTENT
             return
         if isinstance(outcome, Mismatch):
             # In a format whose every reply is a JSON object, an object that is no call is no reply.
@@ -1105,7 +1126,7 @@ class Stream:
             self._malformed(deltas, outcome.reason, final, kind)
             return
 
-    def _read_call(self, form: _CallForm, start: int, final: bool) -> tuple[CallMatch, int] | _Need | Mismatch:
+    def _read_call(self, form: CallForm, start: int, final: bool) -> tuple[CallMatch, int] | _Need | Mismatch:
         """The call written in ``form`` at ``start``, and where it ends; NEED while the text cannot tell."""
         buf, memo = self._buf, self._memo
         outcome = form.matcher.match(buf, start, final, memo)
@@ -1129,7 +1150,7 @@ class Stream:
                 return closed
         return outcome
 
-    def _closerless_call(self, form: _CallForm, start: int, final: bool) -> tuple[CallMatch, int] | _Need | None:
+    def _closerless_call(self, form: CallForm, start: int, final: bool) -> tuple[CallMatch, int] | _Need | None:
         """A call read without its closing text, and where it ends: where the output ends after it (or
         after the start of that text), or where what may follow a call stands (the next call's opener,
         a separator, the section's closer, a stop). NEED while the text cannot tell yet."""
@@ -1144,7 +1165,7 @@ class Stream:
             rest = buf[j:]
             if rest.startswith(followers):
                 return got, got.end
-            closing = _loose_literal(rest, self._plan.closing) if rest else NEED
+            closing = loose_literal(rest, self._plan.closing) if rest else NEED
             if final and (closing is NEED or not rest):
                 return got, len(buf)  # the closing text cut short, or not written, where the output ends
             if not final and (not rest or closing is NEED or any(f.startswith(rest) for f in followers)):
@@ -1161,7 +1182,7 @@ class Stream:
             before = self._call_ender_after
             # A call ends with its last two markers together (``[</invoke>`` ``]<]minimax[>``), where
             # the last alone may also stand after each argument.
-            while found != -1 and before and not _marker_before(buf, found, before, start):
+            while found != -1 and before and not marker_before(buf, found, before, start):
                 found = buf.find(text, found + 1)
             scanned = len(buf) - len(text)
             self._scan_from = scanned if scanned > start else start
@@ -1182,7 +1203,7 @@ class Stream:
             return
         calls = self._calls
         if calls is None:  # after an answer object, in a shape without calls
-            self._state = _CONTENT
+            self._state = CONTENT
             return
         buf = self._buf
         j = skip_ws(buf, 0)
@@ -1201,12 +1222,12 @@ class Stream:
                 if opens:
                     self._consume(step)
                     self._call_start = 0
-                    self._state = _CALL
+                    self._state = CALL
                     return
                 if separator and self._call_opener and buf.startswith(self._call_opener, skip_ws(buf, step)):
                     self._consume(step)  # a call that will turn out malformed: reported as such
                     self._call_start = 0
-                    self._state = _CALL
+                    self._state = CALL
                     return
             # Another call behind another separator than the template's (";", ",", none): looked
             # for only where that is not where the template's was just looked for.
@@ -1219,18 +1240,18 @@ class Stream:
                     self._warn(deltas, CALL_SEPARATOR, j)
                     self._consume(k)
                     self._call_start = 0
-                    self._state = _CALL
+                    self._state = CALL
                     return
         if calls.section_close:
             # Closed even when its opener was left out: models drop openers more than closers. A list
             # section opened without its bracket closes without it.
             closer = self._plan.listless_close if self._listless else calls.section_close
-            step = _match_closer(buf, closer, final) if closer else Mismatch("no closer")
+            step = match_closer(buf, closer, final) if closer else Mismatch("no closer")
             if step is NEED:
                 return
             if isinstance(step, int):
                 self._consume(step)
-        self._state = _CONTENT
+        self._state = CONTENT
 
     def _opens_call(self, buf: str, i: int, final: bool) -> bool | _Need:
         """Whether a call starts at ``i``, judged by its opening alone (its leading markers, a tool
@@ -1358,7 +1379,7 @@ class Stream:
         if not force and call.reader.stalled(limit):
             # It reads as far as before: the text held back may yet close the call. While that text
             # still begins a closing text, nothing changes.
-            if limit < len(buf) and call.closer_at < 0 and self._plan.call_cut_prefixes is not _NOTHING:
+            if limit < len(buf) and call.closer_at < 0 and self._plan.call_cut_prefixes is not NO_MATCH:
                 self._held_at = limit
             return
         more = call.reader.more(buf, limit, self._memo, force)
@@ -1403,7 +1424,7 @@ class Stream:
             call.closer_at = min(found)
             return call.closer_at
         call.scanned = max(start, len(buf) - self._plan.call_cut_longest + 1)
-        return len(buf) - _partial_suffix(buf, words)
+        return len(buf) - partial_suffix(buf, words)
 
     def _call_error(self, deltas: list[Delta], error: ParseError) -> None:
         """A call that turns out unterminated or malformed: an error keeping its text, as when none of
@@ -1458,7 +1479,7 @@ class Stream:
             cut = len(self._buf)
         self._call_error(deltas, ParseError(kind, reason, self._buf[:cut]))
         self._consume(cut)
-        self._state = _CONTENT
+        self._state = CONTENT
 
     def _error(self, deltas: list[Delta], error: ParseError) -> None:
         self._emit(deltas, Delta(error=error))
@@ -1480,320 +1501,7 @@ _STATES = (
     Stream._after_reasoning,
     Stream._answer,
 )
-
-
-def turn_end_before_stop(shape: OutputShape) -> str:
-    """The text the template writes to close a turn before its stop, less whitespace ("" when none)."""
-    written = "".join(marker.written for marker in shape.end)
-    at = min((at for stop in shape.stops if stop and (at := written.find(stop)) >= 0), default=-1)
-    return written[:at].strip() if at > 0 else ""
-
-
-class _Plan:
-    """What a stream reads off its shape before any text: the same for every parse of one parser."""
-
-    def __init__(
-        self, shape: OutputShape, tools: ToolSchemas, *, strict: bool = False, fresh_ids: bool = False
-    ) -> None:
-        calls = shape.calls
-        facts = analysis(shape).calls  # what follows what in the calls (shape_analysis)
-        self.strict = strict
-        self.fresh_ids = fresh_ids
-        # A section opener that joins a special word and punctuation (``[TOOL_CALLS][``): a model may
-        # write whitespace between the two, so content watches the special word alone.
-        trigger = calls.trigger if calls else None
-        opener = calls.section_open[0].text if calls and calls.section_open else ""
-        self.section_wake = (
-            trigger.wake_word
-            if trigger and not strict and trigger.wake_word != opener and opener.startswith(trigger.wake_word)
-            else ""
-        )
-        # The marker the generation prompt ends with (the assistant header's, ``<|CHATBOT_TOKEN|>``),
-        # which a model may write again first.
-        self.prompt_header = "" if strict else _last_marker(shape.generation_prompt)
-        # A section that is a JSON list (``[TOOL_CALLS][`` ... ``]``): its closer less the bracket, for a
-        # single call a model writes as an object after the special word; None where there is no such list.
-        self.listless_close = (
-            _less_bracket(calls.section_close)
-            if calls
-            and self.section_wake
-            and opener.endswith("[")
-            and calls.section_close[:1]
-            and calls.section_close[0].text.startswith("]")
-            else None
-        )
-        # The text that ends a call.
-        self.call_ender = facts.closing if facts else ""
-        # Where a call's text is cut when it is malformed (``Stream._malformed``): its arguments are
-        # sent as they arrive no further. Nor past the next call's opener where a call may lack its
-        # closing text (a tolerance): the call may turn out to end there.
-        next_opener = facts.opener[0].text if facts and facts.opener and self.call_ender and not strict else ""
-        self.call_cut_words = (
-            [
-                w
-                for w in ((calls.section_close[0].text if calls.section_close else ""), self.call_ender, next_opener)
-                if w
-            ]
-            if calls
-            else []
-        )
-        self.call_cut_longest = max(map(len, self.call_cut_words), default=0)
-        self.call_cut_starts, self.call_cut_prefixes = _cut_patterns(tuple(self.call_cut_words))
-        self.call_cut_unspaced = not any(w[0].isspace() for w in self.call_cut_words)
-        self.streams_arguments = bool(calls) and any(
-            isinstance(part, (JsonArgs, JsonCallObject, KeyValueArgs)) for part in (calls.call if calls else ())
-        )
-        self.call_ender_after = _marker_before_last(calls) if calls and self.call_ender else ""
-        self.call_opening = facts.opener if facts else ()
-        self.call_opener = self.call_opening[0].text if self.call_opening else ""
-        # Without closing text of its own, a call whose every form ends with a JSON object or a marker
-        # can only end with one of their last characters ("" where a form ends otherwise).
-        last = facts.last_characters if facts and not self.call_ender else ""
-        self.call_may_end = _first_of(set(last)) if last else None
-        # The one character a chunk that completes a call must hold, where there is one (the last of
-        # the call's closing text, or what every form ends with): ``in`` finds it quicker than a search.
-        self.call_completer = self.call_ender[-1:] or (last[0] if len(set(last)) == 1 else "")
-        # Between two calls, and what a call opens with: where a raw value may end with its call.
-        separator = calls.separator[0].text if calls and calls.separator else ""
-        opens = (self.call_opener,) if self.call_opener else tuple(tools.names())
-
-        def matcher_of(parts: tuple[Part, ...] | None) -> CallMatcher | None:
-            if facts is None or not parts:
-                return None
-            return CallMatcher(
-                parts, tools.schemas, facts.followers, call_separator=separator, next_call=opens, strict=strict
-            )
-
-        self.whole = _CallForm(calls.call, calls.no_arguments, 0, strict, matcher_of) if calls else None
-        # A call header written as the template's other headers are (headers.py): in the call's own
-        # order, tried where the call is no call as written; channel part first, known by its first
-        # word. Their matchers are made when first needed (most outputs never need them).
-        headers = (
-            _SHAPE_HEADERS.get(shape, shape_headers, shape) if calls is not None and not strict else ShapeHeaders()
-        )
-        self._variants, self.content_headers = headers.variants, headers.content_headers
-        self.detailed_content_header, self.abandoned_header = headers.detailed_content_header, headers.abandoned_header
-        # The first word of a header written channel part first, and the markers up to the name.
-        self.reordered = {v.opening[0].text: v.opening for v in self._variants if v.reordered}
-        self._reordered_forms: dict[str, _CallForm] = {}
-
-        def variant_matcher(variant: HeaderVariant) -> CallMatcher:
-            return VariantMatcher(
-                variant.parts,
-                variant.kinds,
-                tools.schemas,
-                facts.followers if facts else (),
-                call_separator=separator,
-                next_call=opens,
-                strict=strict,
-                token_slot=variant.token_slot,
-            )
-
-        self._variant_matcher = variant_matcher
-        if self.whole is not None and self._variants:
-            in_order = tuple(v for v in self._variants if not v.reordered)
-            self.whole.make_variants = lambda: tuple(map(variant_matcher, in_order))
-        self.matcher = self.whole.matcher if self.whole else None
-        self.alt_matcher = self.whole.alt if self.whole else None
-        # A call whose opener is several markers, the later one distinctive (``<tool_call>`` then
-        # ``<function=``): models sometimes leave the first out, and content watches the later one too.
-        skip = _headless_start(calls) if calls and not strict else 0
-        self._headless: _CallForm | None = None  # made when first needed (most outputs never do)
-        self._make_headless = (
-            (lambda: _CallForm(calls.call, calls.no_arguments, skip, strict, matcher_of)) if calls and skip else None
-        )
-        first = calls.call[skip] if calls and skip else None
-        self.headless_word = first.text if isinstance(first, Marker) else ""
-        # A call's closing text, which may be cut short or left out where the output ends, and what
-        # may follow a call (where a call without that text ends).
-        self.closing = closing_markers(calls.call) if calls else ()
-        self.followers = (
-            tuple(text for text in dict.fromkeys((*facts.followers, self.call_opener, self.headless_word)) if text)
-            if facts
-            else ()
-        )
-        # Calls that open with a tool's name at the start of the output come behind the separator's
-        # first marker after content (functionary: ``all\nsome text>>>get_weather\n{...}``).
-        self.named_after = calls.separator[0].text if calls and calls.trigger.tool_name and calls.separator else ""
-        # Calls that open with bare JSON have no marker to watch for, only this pattern.
-        self.json_opener = re.compile(calls.trigger.pattern) if calls is not None and calls.trigger.pattern else None
-        # An answer written as a JSON object ({"answer": "..."}): its text streams as content.
-        self.answer_opener = (
-            re.compile(r'\{\s*"' + re.escape(shape.answer_key) + r'"\s*:\s*"') if shape.answer_key else None
-        )
-        # Bare JSON may come in a code fence, which is dropped around it.
-        self.fences = self.json_opener is not None or self.answer_opener is not None
-        self.turn_end = turn_end_before_stop(shape)
-        self.watch = self._content_markers(shape)
-        self.longest = max((len(word) for word in self.watch), default=1)
-        self._watched = _words_search(tuple(self.watch))
-        self.reasoning_watch: list[str] = []
-        # Where a call may start in reasoning: the trigger word, and (not strict) a call's own opener
-        # without the section's, and its later opener without its first.
-        call_words = [calls.trigger.word] if calls is not None and calls.trigger.word else []
-        if calls is not None and call_words and not strict:
-            call_words += [self.call_opener] if calls.section_open else []
-            call_words += [self.headless_word]
-        call_words = [word for word in dict.fromkeys(call_words) if word]
-        self.reasoning_calls = _words_search(tuple(call_words))
-        if shape.reasoning:
-            self.reasoning_watch = [shape.reasoning.close[0].text, *call_words]
-        self.reasoning_longest = max((len(word) for word in self.reasoning_watch), default=1)
-        self.after_reasoning_words = self._after_reasoning_words(shape)
-        # The words a call opens with, which an output cut short may end inside.
-        self.call_words = (
-            [
-                word
-                for word in dict.fromkeys(
-                    (
-                        calls.trigger.word,
-                        # (a call's opener without the section's is read only where tolerated)
-                        "" if strict and calls.section_open else self.call_opener,
-                        *(m.text for m in calls.section_open[:1]),
-                    )
-                )
-                if word
-            ]
-            if calls
-            else []
-        )
-        # The characters content must be watched at: where a marker, a call or a bare JSON object
-        # (its pattern opens with "{") may start; and those of reasoning.
-        firsts = {word[0] for word in (*self.watch, *self.call_words)}
-        if self.json_opener is not None or self.answer_opener is not None:
-            firsts.add("{")
-        self.marker_start = _first_of(firsts)
-        self.reasoning_marker_start = _first_of({word[0] for word in self.reasoning_watch})
-        # The waits depend on the shape alone (the other arguments are read off it), and a server
-        # makes a parser per request: worked out once per shape.
-        self.waits, self.reasoning_waits, self.waits_longest = _SHAPE_WAITS.get(
-            shape, _waits_of, shape, self.watch, self.reasoning_watch, self.after_reasoning_words
-        )
-
-    def reordered_form(self, lead: str) -> _CallForm:
-        """The form of a call whose header starts with its channel part ``lead`` (one of ``reordered``)."""
-        form = self._reordered_forms.get(lead)
-        if form is None:
-            matchers = [self._variant_matcher(v) for v in self._variants if v.reordered and v.opening[0].text == lead]
-            # (no closerless form: it would not record the header's tolerance)
-            form = _CallForm(matchers[0].parts, None, 0, True, functools.partial(_only, matchers[0]))
-            form.make_variants = lambda: tuple(matchers[1:])
-            self._reordered_forms[lead] = form
-        return form
-
-    @property
-    def headless(self) -> _CallForm | None:
-        """The form of a call written without its first marker, where its second is distinctive."""
-        if self._headless is None and self._make_headless is not None:
-            self._headless = self._make_headless()
-        return self._headless
-
-    @staticmethod
-    def _after_reasoning_words(shape: OutputShape) -> tuple[str, ...]:
-        """What may follow a reasoning block the model skipped: a call, a content wrapper, the rest of
-        the turn's prefix (a tuple, for one ``startswith``)."""
-        words = []
-        if shape.calls is not None and shape.calls.trigger.word:
-            words.append(shape.calls.trigger.word)
-        if shape.content_open:
-            words.append(shape.content_open[0].text)
-        if shape.reasoning is not None and shape.reasoning.after:
-            words.append(shape.reasoning.after[0].text)
-        return tuple(words)
-
-    def earliest_watched(self, buf: str, start: int) -> tuple[int, str] | None:
-        """Where the first watched word from ``start`` stands, and which (the longest of those there)."""
-        m = self._watched.search(buf, start) if self._watched is not None else None
-        return (m.start(), m.group()) if m else None
-
-    def _content_markers(self, shape: OutputShape) -> list[str]:
-        """What content is watched for: markers that open reasoning, calls, content wrappers, stops."""
-        calls = shape.calls
-        watch: list[str] = []
-        if shape.reasoning:
-            watch.append(shape.reasoning.open[0].text)
-            if not self.strict:
-                watch.append(shape.reasoning.close[0].text)  # a stray closer, after a block
-        if calls is not None:
-            if calls.trigger.word:
-                watch.append(calls.trigger.word)
-            if self.call_opener and not (self.strict and calls.section_open):
-                watch.append(self.call_opener)  # a call without its section opener, where there is one
-            if self.named_after:
-                watch.append(self.named_after)
-            if self.section_wake:
-                watch.append(self.section_wake)
-            if self.headless_word:
-                watch.append(self.headless_word)
-        for literal in (shape.content_open, shape.content_close):
-            if literal:
-                watch.append(literal[0].text)
-        watch += [*self.reordered, *self.content_headers]
-        if self.detailed_content_header is not None:
-            watch.append(self.detailed_content_header.lead)
-        if self.abandoned_header is not None:
-            watch += sorted(self.abandoned_header.leads)
-        if calls is not None and calls.section_close and len(calls.section_close[0].text) > 2:
-            # A closer some templates write after content (not a bare "]", which is only JSON syntax).
-            watch.append(calls.section_close[0].text)
-        watch += [stop for stop in shape.stops if stop]
-        watch.append(self.turn_end)
-        if self.fences:
-            watch.append(_FENCE)
-        return [word for word in dict.fromkeys(watch) if word]
-
-
-class _CallForm:
-    """The matchers of one way a call is written: whole (and its form without arguments), and without
-    its closing markers, for a call whose closing text the model left out (those made when first
-    needed: a server makes a parser per request, and most outputs never need them)."""
-
-    __slots__ = ("_closerless", "_made", "_matcher_of", "_open_parts", "_variants", "alt", "make_variants", "matcher")
-
-    def __init__(
-        self,
-        call: tuple[Part, ...],
-        no_arguments: tuple[Part, ...] | None,
-        skip: int,
-        strict: bool,
-        matcher_of: Callable[[tuple[Part, ...] | None], CallMatcher | None],
-    ) -> None:
-        """The form of ``call`` (and ``no_arguments``) from part ``skip`` on."""
-        parts, alt = call[skip:], no_arguments[skip:] if no_arguments and skip < len(no_arguments) else None
-        whole = matcher_of(parts)
-        assert whole is not None
-        self.matcher, self.alt = whole, matcher_of(alt)
-        self._matcher_of = matcher_of
-        self._open_parts = () if strict else tuple(_less_closing(p) for p in (parts, alt) if p)
-        self._made = False
-        self._closerless: tuple[CallMatcher, ...] = ()
-        # Forms the template does not write, tried where this one is no call (headers.py), made when
-        # first needed by ``make_variants``.
-        self._variants: tuple[CallMatcher, ...] = ()
-        self.make_variants: Callable[[], tuple[CallMatcher, ...]] | None = None
-
-    @property
-    def variants(self) -> tuple[CallMatcher, ...]:
-        if self.make_variants is not None:
-            self._variants, self.make_variants = self.make_variants(), None
-        return self._variants
-
-    @property
-    def closerless(self) -> tuple[CallMatcher, ...]:
-        """The matchers of the call without its closing markers (none where it has none, or strict)."""
-        if not self._made:
-            self._closerless = tuple(m for p in self._open_parts if p and (m := self._matcher_of(p)) is not None)
-            self._made = True
-        return self._closerless
-
-    @property
-    def may_lack_closer(self) -> bool:
-        return any(self._open_parts)
-
-
-def _only(matcher: CallMatcher, parts: tuple[Part, ...] | None) -> CallMatcher | None:
-    """``matcher`` for a form's parts, none for a form without them (a call form of one matcher)."""
-    return matcher if parts else None
+assert len(_STATES) == STATE_COUNT  # the plan's rows of waits, one for each state
 
 
 def _variant_match(
@@ -1809,329 +1517,6 @@ def _variant_match(
             return got
         cut = cut or (final and matcher.match(buf, start, False, memo) is NEED)
     return NEED if cut else mismatch
-
-
-def _less_closing(parts: tuple[Part, ...]) -> tuple[Part, ...]:
-    """A call's parts without the markers it ends with; () where it ends with none, or they are all it has."""
-    closing = len(closing_markers(parts))
-    return parts[:-closing] if closing and closing < len(parts) else ()
-
-
-def _last_marker(text: str) -> str:
-    """The marker ``text`` ends with (``<|...|>``, ``<...>``, ``[...]`` with no space inside), or ""."""
-    text = text.rstrip()
-    if not text or text[-1] not in ">]":
-        return ""
-    start = text.rfind("[" if text[-1] == "]" else "<")
-    marker = text[start:] if start != -1 else ""
-    return marker if len(marker) >= 3 and not any(ch.isspace() for ch in marker) else ""
-
-
-def _less_bracket(close: Markers) -> Markers:
-    """A JSON list section's closer without the list's closing bracket it starts with."""
-    first = close[0]
-    rest = first.text[1:].lstrip()
-    return ((Marker(rest, "", first.trail),) if rest else ()) + close[1:]
-
-
-def _headless_start(calls: CallsShape) -> int:
-    """Where a call's parts go on after its first marker, when the call opens with several markers and
-    the next one is distinctive by itself (a tag: ``<function=``), so a call written without the first
-    is still known; else 0."""
-    if (
-        len(leading_markers(calls.call)) < 2
-        or calls.section_open
-        or not calls.call
-        or not isinstance(calls.call[0], Marker)
-    ):
-        return 0
-    second = calls.call[1]
-    if not isinstance(second, Marker):
-        return 0
-    text = second.text
-    return 1 if len(text) >= 3 and text[0] in "<[" and any(ch.isalpha() for ch in text) else 0
-
-
-def _arriving(words: list[str]) -> frozenset[str]:
-    """The beginnings of ``words`` that hold none of them whole: text that may yet become one."""
-    return frozenset(start for start in _short_of_whole(words) if not any(word in start for word in words))
-
-
-def _short_of_whole(texts: Iterable[str]) -> frozenset[str]:
-    """Every beginning of ``texts``, each short of the whole text."""
-    return frozenset(text[:k] for text in texts for k in range(1, len(text)))
-
-
-def _waits_of(
-    shape: OutputShape, watch: list[str], reasoning_watch: list[str], after_reasoning: tuple[str, ...]
-) -> tuple[tuple[frozenset[str], ...], frozenset[str], int]:
-    """Whole buffers that are a marker still arriving, on which a state's step waits for more, for
-    each state; those of reasoning after some reasoning was read; and one more than the longest.
-
-    A feed that leaves one of these skips the state machine. A step skipped is taken at a later feed
-    or at the finish on the longer text, which the machine reads alike however it is cut into chunks:
-    these only spare work, and each is one the machine itself waits on (tests check both)."""
-    calls = shape.calls
-    waits: list[frozenset[str]] = [frozenset()] * len(_STATES)
-    waits[_START] = _beginnings([shape.prefix])
-    reasoning_waits = _arriving(reasoning_watch)
-    if shape.reasoning is not None:
-        # Reasoning's closer of several markers is read whole. Before any reasoning, what follows a
-        # reasoning block the model skipped is waited on too.
-        reasoning_waits |= _beginnings([shape.reasoning.close])
-        first = [(Marker(word),) for word in after_reasoning]
-        waits[_REASONING] = reasoning_waits | _beginnings(first)
-        waits[_AFTER_REASONING] = _beginnings([shape.reasoning.after])
-    content = _arriving(watch)
-    if calls is not None:
-        # Content waits while a section's opener arrives whole, and a first call's opener after it
-        # (or alone). Right after the section's opener, a call's opener or the section's closer;
-        # after a call, a separator and the next call's opener, or that closer.
-        opener, close, between = leading_markers(calls.call), calls.section_close, calls.separator or ()
-        content |= _beginnings([calls.section_open, (*calls.section_open, *opener)])
-        space = calls.section_open[-1].trail if calls.section_open else ""
-        waits[_SECTION] = _beginnings([opener, close], space)
-        waits[_AFTER_CALL] = _beginnings([(*between, *opener), between, close])
-    # A bare JSON object or an answer opens with "{": text without one is no such opening, and a
-    # bare JSON call's opening is waited on up to its first key.
-    waits[_CONTENT] = frozenset(word for word in content if "{" not in word) | _json_call_openings(calls)
-    longest = max((max(map(len, words), default=0) for words in waits), default=0)
-    return tuple(waits), reasoning_waits, longest + 1
-
-
-def _marker_before_last(calls: CallsShape) -> str:
-    """The text every form of a call writes right before its last marker: the end they share of the
-    marker before it ("" if none)."""
-    shared: str | None = None
-    for parts in (calls.call, calls.no_arguments):
-        if parts is None:
-            continue
-        if len(parts) < 2 or not isinstance(parts[-1], Marker) or parts[-1].text != closing_text(calls.call):
-            return ""
-        before = parts[-2]
-        if not isinstance(before, Marker):
-            return ""
-        text = before.text
-        if shared is not None:
-            k = 0
-            while k < min(len(text), len(shared)) and text[-1 - k] == shared[-1 - k]:
-                k += 1
-            text = text[len(text) - k :]
-        shared = text
-    return shared or ""
-
-
-def _marker_before(buf: str, at: int, marker: str, start: int) -> bool:
-    """Whether ``marker`` stands right before ``at`` in ``buf``, whitespace between, at or after ``start``."""
-    while at > start and buf[at - 1].isspace():
-        at -= 1
-    return buf.endswith(marker, start, at)
-
-
-def _beginnings(literals: Sequence[Markers], space: str = "") -> frozenset[str]:
-    """The beginnings of ``literals``, short of the whole: each as its markers' text alone and as the
-    template writes it (its whitespace between and around the markers, and ``space``, the whitespace
-    written before where it stands, in front)."""
-    texts = set()
-    for markers in literals:
-        if not markers:
-            continue
-        plain = "".join(marker.text for marker in markers)
-        spaced = markers[0].text + "".join(
-            (before.trail or after.lead) + after.text for before, after in itertools.pairwise(markers)
-        )
-        for text in (plain, spaced):
-            for lead in {"", markers[0].lead, space}:
-                for trail in {"", markers[-1].trail}:
-                    texts.add(lead + text + trail)
-    return _short_of_whole(texts)
-
-
-def _json_call_openings(calls: CallsShape | None) -> frozenset[str]:
-    """The beginnings of a bare JSON call up to its first key, as written with and without space."""
-    if calls is None or not calls.trigger.pattern or not calls.call:
-        return frozenset()  # calls behind a marker
-    first = calls.call[0]
-    if not isinstance(first, JsonCallObject):
-        return frozenset()
-    layout = first.layout
-    key = "" if layout.name_is_key or not layout.key_order else json.dumps(layout.key_order[0])
-    return _short_of_whole("{" + space + (key or '"') for space in ("", " ", "\n"))
-
-
-def _first_of(characters: set[str]) -> Callable[..., re.Match[str] | None]:
-    """A search for the first of ``characters`` in a text, from an offset if given (None where there is none)."""
-    if not characters:
-        return lambda text, start=0: None
-    return re.compile("[" + "".join(re.escape(c) for c in sorted(characters)) + "]").search
-
-
-@functools.lru_cache(maxsize=256)
-def _words_search(words: tuple[str, ...]) -> re.Pattern[str] | None:
-    """``words_search``, once per set of words (a server makes a parser per request; escaping and
-    joining the words costs more than the rest of a plan's searches)."""
-    return words_search(list(words))
-
-
-def words_search(words: list[str]) -> re.Pattern[str] | None:
-    """One search for several words: it finds the leftmost, and of those standing there the longest
-    (regex alternatives are tried in order, so the longest come first). None for no words."""
-    by_length = sorted((word for word in words if word), key=len, reverse=True)
-    return re.compile("|".join(re.escape(word) for word in by_length)) if by_length else None
-
-
-def _may_open_member(tail: str, key: str) -> bool:
-    """Whether ``tail`` (from a "{") may still become the opening of ``{"key": "``."""
-    rest = tail[1:].lstrip()
-    quoted = '"' + key + '"'
-    if len(rest) <= len(quoted):
-        return quoted.startswith(rest)
-    if not rest.startswith(quoted):
-        return False
-    rest = rest[len(quoted) :].lstrip()
-    return not rest or (rest[0] == ":" and not rest[1:].strip())
-
-
-def _string_body(text: str, start: int) -> tuple[int, int]:
-    """In a JSON string whose text starts at ``start``: where its closing quote is (-1 when not yet),
-    and up to where its text can be decoded now (not into an escape or a surrogate pair cut short)."""
-    i = safe = start
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            return i, i
-        if ch == "\\":
-            if i + 1 >= len(text):
-                break
-            if text[i + 1] == "u":
-                if i + 6 > len(text):
-                    break
-                high = 0xD800 <= _hex_value(text[i + 2 : i + 6]) <= 0xDBFF
-                if high and i + 12 > len(text):
-                    break  # the low half of the pair is still to come
-                i += 12 if high and text.startswith("\\u", i + 6) else 6
-            else:
-                i += 2
-        else:
-            i += 1
-        safe = i
-    return -1, safe
-
-
-def _hex_value(code: str) -> int:
-    try:
-        return int(code, 16)
-    except ValueError:
-        return -1
-
-
-def _json_string_text(body: str) -> str:
-    """The text of a JSON string's body; what does not decode is kept as written, and a surrogate
-    without its pair becomes U+FFFD, so the message stays valid UTF-8."""
-    try:
-        text: str = json.loads('"' + body + '"', strict=False)
-    except ValueError:
-        text = body
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _match_closer(buf: str, literal: Markers, final: bool) -> Step:
-    """A closing literal, or the part of it the output has before it ends: a model stops on the
-    turn's end token, which templates sometimes write as part of the closer."""
-    step = _loose_literal(buf, literal)
-    if step is NEED and final:
-        # The closer, cut short where the output ends.
-        return len(buf) if buf.strip() else Mismatch("no closer")
-    return step
-
-
-def _loose_literal(buf: str, literal: Markers) -> Step:
-    """A closing literal at the start of ``buf`` with whitespace where the template wrote some, and
-    also between two characters of a marker that are not both word characters (a newline inside
-    ``]`` and three backquotes), never inside a word (``</tool_cal ls>`` is no closer)."""
-    target, boundaries = _joined_markers(literal)
-    i, k = skip_ws(buf, 0), 0
-    # Written as the template writes it, or the start of that: no character-by-character walk.
-    if buf.startswith(target, i):
-        return i + len(target)
-    if len(buf) - i < len(target) and target.startswith(buf[i:]):
-        return NEED
-    while k < len(target):
-        if i == len(buf):
-            return NEED
-        if buf[i] == target[k]:
-            i, k = i + 1, k + 1
-        elif buf[i].isspace() and k and (k in boundaries or not (_wordy(target[k - 1]) and _wordy(target[k]))):
-            i = skip_ws(buf, i)
-        else:
-            return Mismatch(f"expected {target!r}")
-    return i
-
-
-def _joined_markers(literal: Markers) -> tuple[str, frozenset[int]]:
-    """A literal's markers as one text, and where in it each marker ends (kept: see ``ByIdentity``)."""
-    return _JOINED.get(literal, _join_markers, literal)
-
-
-def _join_markers(literal: Markers) -> tuple[str, frozenset[int]]:
-    ends, at = [], 0
-    for marker in literal:
-        at += len(marker.text)
-        ends.append(at)
-    return "".join(marker.text for marker in literal), frozenset(ends)
-
-
-_JOINED: ByIdentity[Markers, tuple[str, frozenset[int]]] = ByIdentity()
-_SHAPE_HEADERS: ByIdentity[OutputShape, ShapeHeaders] = ByIdentity()
-
-
-_SHAPE_WAITS: ByIdentity[OutputShape, tuple[tuple[frozenset[str], ...], frozenset[str], int]] = ByIdentity()
-
-
-def _wordy(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def _pending_start(buf: str, words: list[str], at: int, longest: int) -> int | None:
-    """Where a watched word may be starting at or before ``at`` and run past the end of ``buf``;
-    ``longest``: the length of the longest word."""
-    for start in range(max(0, len(buf) - longest + 1), at + 1):
-        tail = buf[start:]
-        if any(len(w) > len(tail) and w.startswith(tail) for w in words):
-            return start
-    return None
-
-
-@functools.lru_cache(maxsize=256)
-def _cut_patterns(words: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """For the texts where a malformed call is cut: a pattern finding their first characters (a chunk
-    without any cannot start one: a reader's plain text), and one matching their proper beginnings
-    (text held back from a reader, while it may still be one of them; never where one of them stands
-    inside another's beginning: it would be found there, not held). Cached: a server makes a parser
-    per request."""
-    if not words:
-        return _NOTHING, _NOTHING
-    starts = re.compile("[" + "".join(sorted({re.escape(w[0]) for w in words})) + "]")
-    if any(a in b[:-1] for a in words for b in words):
-        return starts, _NOTHING
-    return starts, re.compile("|".join(re.escape(w[:n]) for w in words for n in range(len(w) - 1, 0, -1)))
-
-
-_NOTHING = re.compile("(?!)")
-
-
-def _partial_suffix(buf: str, words: list[str] | tuple[str, ...]) -> int:
-    """Length of the longest end of ``buf`` that begins one of ``words``: it may be a marker in the making."""
-    best = 0
-    for word in words:
-        # Such an end starts with the word's first character: look only where that stands.
-        at = buf.find(word[:1], max(0, len(buf) - len(word) + 1))
-        while at != -1 and len(buf) - at > best:
-            if word.startswith(buf[at:]):
-                best = len(buf) - at
-                break
-            at = buf.find(word[:1], at + 1)
-    return best
 
 
 def _prompt_opener(shape: OutputShape, thinking: bool | None) -> str:
@@ -2182,7 +1567,7 @@ class Parser:
         self.inline_reasoning = inline_reasoning
         self.continuing = prefill_of(continuing) if continuing is not None else None
         self.fresh_ids = fresh_ids
-        self._plan = _Plan(shape, self._schemas, strict=strict, fresh_ids=fresh_ids)
+        self._plan = StreamPlan(shape, self._schemas, strict=strict, fresh_ids=fresh_ids)
 
     def stream(self) -> Stream:
         return Stream(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.runtime.stream import words_search
+from analyzer.runtime.scanners import words_search
 
 
 def earliest(buf: str, words: list[str], start: int) -> tuple[int, str] | None:

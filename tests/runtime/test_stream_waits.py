@@ -11,16 +11,16 @@ from helpers.golden import compile_for, golden_descriptions
 from helpers.roundtrip import CASES, TOOLS, case_outputs
 
 from analyzer.backends.parser import Parser
-from analyzer.runtime import stream
+from analyzer.runtime import stream, stream_plan
 
 DESCRIPTIONS = golden_descriptions()
 STATE_NAMES = {
-    stream._START: "the start",
-    stream._REASONING: "reasoning",
-    stream._AFTER_REASONING: "after reasoning",
-    stream._CONTENT: "content",
-    stream._SECTION: "a call section's start",
-    stream._AFTER_CALL: "after a call",
+    stream_plan.START: "the start",
+    stream_plan.REASONING: "reasoning",
+    stream_plan.AFTER_REASONING: "after reasoning",
+    stream_plan.CONTENT: "content",
+    stream_plan.SECTION: "a call section's start",
+    stream_plan.AFTER_CALL: "after a call",
 }
 
 
@@ -30,7 +30,7 @@ def test_every_wait_is_one_the_state_machine_waits_on(description) -> None:
     waits = parser._plan.waits
     assert set(STATE_NAMES) >= {state for state, words in enumerate(waits) if words}
     if description.calls is not None and parser._plan.call_opening:
-        assert waits[stream._AFTER_CALL], "a format whose calls open with a marker waits between calls"
+        assert waits[stream_plan.AFTER_CALL], "a format whose calls open with a marker waits between calls"
     checked = 0
     for state, words in enumerate(waits):
         for word in sorted(words):
@@ -55,7 +55,7 @@ def test_whitespace_alone_gives_no_delta_where_a_stream_leaves_it_for_later(desc
     parser = Parser(description, TOOLS)
     assert set(STATE_NAMES) >= stream._SPACE_WAITS
     for state in sorted(stream._SPACE_WAITS):
-        if state == stream._SECTION and parser.shape.calls is None:
+        if state == stream_plan.SECTION and parser.shape.calls is None:
             continue  # no call section to be in
         for space in (" ", "\n", "\n\n", " \n\t ", "\r\n", "\u3000", " " * (stream._SPACE_WAIT_LONGEST - 1)):
             for content_started, prefix_read in itertools.product((False, True), (False, True)):
