@@ -508,6 +508,7 @@ class CallMatcher:
         forms = self._form_groups[id(part)]
         separator = part.separator
         tails = tuple(tail for tail in following if tail)
+        context = ArgumentsContext.of(self, part, properties, following, None if self.strict else result.tolerated)
         while True:
             j = skip_ws(text, i)
             if tails and text.startswith(tails, j):
@@ -518,22 +519,7 @@ class CallMatcher:
                 return NEED
             matched = None
             for group in forms:
-                outcome = _match_form(
-                    group,
-                    text,
-                    j,
-                    final,
-                    properties,
-                    part.string_escaping,
-                    following,
-                    part.string_wrapper,
-                    part.string_quotes,
-                    memo,
-                    separator,
-                    self.closers,
-                    (self.call_separator, self.next_call),
-                    None if self.strict else result.tolerated,
-                )
+                outcome = _match_form(group, context, text, j, final, memo)
                 if outcome is NEED:
                     # An earlier form may still match once more text arrives: decide then, so that
                     # every chunking of the output reads the same.
@@ -691,6 +677,7 @@ class KeyValuesReader:
         self.properties: dict[str, Any] = properties if isinstance(properties, dict) else {}
         self.groups = matcher._form_groups[id(part)]
         self.tails = tuple(tail for tail in following if tail)
+        self.context = ArgumentsContext.of(matcher, part, self.properties, following, None if matcher.strict else [])
         self._end_gate, self._open_gate, self._idle_gate = matcher.reader_gates(part, self.tails)
         self.at = start  # where the next argument (or the separator before it) starts
         self.count = 0  # arguments sent whole
@@ -830,23 +817,9 @@ class KeyValuesReader:
         return words.search(text, max(j, tried - back), limit) is not None
 
     def _match(self, group: FormGroup, text: str, j: int, memo: Memo) -> tuple[int, str, Any] | _Need | Mismatch:
-        part, m = self.part, self.matcher
-        return _match_form(
-            group,
-            text,
-            j,
-            False,
-            self.properties,
-            part.string_escaping,
-            self.following,
-            part.string_wrapper,
-            part.string_quotes,
-            memo,
-            part.separator,
-            m.closers,
-            (m.call_separator, m.next_call),
-            None if m.strict else [],
-        )
+        if self.context.tolerated:
+            self.context.tolerated.clear()  # tolerances apply while arriving, recorded by the batch
+        return _match_form(group, self.context, text, j, False, memo)
 
     def _whole(self, outcome: tuple[int, str, Any], limit: int) -> str | None:
         end, key, value = outcome
@@ -1332,31 +1305,72 @@ def form_groups(forms: tuple[ArgumentShape, ...]) -> tuple[FormGroup, ...]:
     return tuple(FormGroup.of(tuple(group)) for group in ordered)
 
 
+@dataclass(slots=True)
+class ArgumentsContext:
+    """What reading a call's arguments takes besides their forms, the same for each argument: the
+    tool's declared properties, how the template escapes and wraps strings (``escaping``,
+    ``wrapper``: CDATA, ``quotes``: a template's own string quotes), what may follow the arguments
+    (``following``), what stands between two arguments (``separator``), what may follow the whole call
+    (``closers``), the separator between calls and what a call opens with (``next_call``), and where
+    the tolerances applied are recorded (``tolerated``; None: strict, none applies)."""
+
+    properties: Any
+    escaping: str
+    following: tuple[str, ...]
+    wrapper: tuple[str, str] = ("", "")
+    quotes: tuple[str, str] = ("", "")
+    separator: Markers = ()
+    closers: tuple[str, ...] = ()
+    next_call: tuple[str, tuple[str, ...]] = ("", ())
+    tolerated: list[tuple[str, int, str]] | None = None
+    _raw_ends: dict[int, RawEnds] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        matcher: CallMatcher,
+        part: KeyValueArgs,
+        properties: Any,
+        following: tuple[str, ...],
+        tolerated: list[tuple[str, int, str]] | None,
+    ) -> ArgumentsContext:
+        return cls(
+            properties,
+            part.string_escaping,
+            following,
+            part.string_wrapper,
+            part.string_quotes,
+            part.separator,
+            matcher.closers,
+            (matcher.call_separator, matcher.next_call),
+            tolerated,
+        )
+
+    def declared(self, key: str | None) -> Any:
+        """The schema declared for argument ``key`` (None when there is none)."""
+        return self.properties.get(key) if isinstance(self.properties, dict) and key is not None else None
+
+    def raw_ends(self, group: FormGroup) -> RawEnds:
+        """Where a value of ``group`` written as is ends: worked out once per call, not once per value."""
+        ends = self._raw_ends.get(id(group))
+        if ends is None:
+            ends = RawEnds(group.parts, self.properties, self.separator, self.following, self.closers, self.next_call)
+            self._raw_ends[id(group)] = ends
+        return ends
+
+
+# How an argument's value was written, which decides how it is read: as is (coerced to its type),
+# a literal (JSON or Python), or a literal already decoded by a tolerance.
+_RAW, _LITERAL, _DECODED = "raw", "literal", "decoded"
+
+
 def _match_form(
-    group: FormGroup,
-    text: str,
-    i: int,
-    final: bool,
-    properties: dict[str, Any],
-    escaping: str,
-    following: tuple[str, ...],
-    wrapper: tuple[str, str] = ("", ""),
-    quotes: tuple[str, str] = ("", ""),
-    memo: Memo | None = None,
-    separator: Markers = (),
-    closers: tuple[str, ...] = (),
-    next_call: tuple[str, tuple[str, ...]] = ("", ()),
-    tolerated: list[tuple[str, int, str]] | None = None,
+    group: FormGroup, context: ArgumentsContext, text: str, i: int, final: bool, memo: Memo | None = None
 ) -> tuple[int, str, Any] | _Need | Mismatch:
-    """One argument written in one of the group's (shared) forms: (end, name, value). ``separator``:
-    what stands between two arguments; ``closers``: what may follow the whole call; ``next_call``: the
-    separator between calls and what a call opens with; ``tolerated``: where the tolerances applied
-    are recorded (None: strict, none applies)."""
-    parts = group.parts
+    """One argument written in one of the group's (shared) forms: (end, name, value)."""
     key: str | None = None
-    raw_value: str | None = None
-    value_syntax = "raw"
-    for k, part in enumerate(parts):
+    written: tuple[str, str, int] | None = None  # the value's text, how it is written, and its end
+    for k, part in enumerate(group.parts):
         if isinstance(part, Marker):
             if not part.text:
                 continue  # whitespace alone: the value's or the key's own, trimmed below
@@ -1366,7 +1380,7 @@ def _match_form(
             i = step
         elif isinstance(part, ArgKey):
             after = group.after[k]
-            read = _read_key(text, i, final, properties, after[0] if after else None, part.escapes)
+            read = _read_key(text, i, final, context.properties, after[0] if after else None, part.escapes)
             if not isinstance(read, int):
                 return read if read is NEED else Mismatch("expected an argument name")
             name = unescape_name(text[i:read], part.escapes)
@@ -1375,91 +1389,107 @@ def _match_form(
             key = name
             i = read
         elif isinstance(part, ArgValue):
-            stop = group.value_stop
-            syntaxes = group.syntaxes
-            if stop and ("raw" in syntaxes or "unknown" in syntaxes):
-                tag = group.tag_of(key)
-                # A value in the template's wrapper (CDATA) may hold the closing marker: it ends after
-                # the wrapper's closer.
-                value_from = _wrapped_end(text, i, wrapper, final, memo)
-                if not isinstance(value_from, int):
-                    return NEED
-                at = tag.close_at(text, value_from) if tag is not None else _find_resumed(text, stop, value_from, memo)
-                # A value never runs past the end of its call.
-                call_end = _earliest(text, following, value_from, memo)
-                if call_end != -1 and (at == -1 or at > call_end):
-                    return Mismatch(f"argument value not closed by {stop!r} before the call ends")
-                if at == -1:
-                    return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
-                raw_value = _trim_written_whitespace(text[i:at], group.value_lead, group.value_trail)
-                value_syntax = "raw"
-                i = at
+            if group.value_stop and ("raw" in group.syntaxes or "unknown" in group.syntaxes):
+                got = _closed_value(group, context, key, text, i, final, memo)
             else:
-                j = skip_ws(text, i)
-                # A string the template writes as is with nothing after it (f(path=notes/a.txt, n=2)):
-                # it runs to the next argument or the end of the call.
-                bare = (
-                    RawEnds(parts, properties, separator, following, closers, next_call) if "raw" in syntaxes else None
-                )
-                declared = properties.get(key) if isinstance(properties, dict) and key is not None else None
-                if bare is not None and isinstance(declared, dict) and declared.get("type") == "string":
-                    step = bare.end(text, j, final, memo)
-                    if not isinstance(step, int):
-                        return step
-                    raw_value, value_syntax, i = text[j:step], "raw", step
-                    quoted = _quoted_literal(raw_value) if tolerated is not None else None
-                    if quoted is not None:
-                        # A string in quotes the template does not write: a literal, its escapes decoded.
-                        tolerated.append((LITERAL_SYNTAX, j, ""))  # type: ignore[union-attr]  # not None: checked above
-                        raw_value, value_syntax = quoted, "decoded"
-                    continue
-                end = value_end(text, j, memo)
-                if bare is not None and (end == INVALID or (end == INCOMPLETE and final) or end >= 0):
-                    # A literal only if the argument ends right after it (3 is one; "3 apples" is text).
-                    after_literal = bare.ends_here(text, end, final) if end >= 0 else False
-                    if after_literal is NEED:
-                        return NEED
-                    if not after_literal:
-                        step = bare.end(text, j, final, memo)
-                        if not isinstance(step, int):
-                            return step
-                        raw_value, value_syntax, i = text[j:step], "raw", step
-                        continue
-                if end == INCOMPLETE:
-                    return NEED if not final else Mismatch("argument value ends early")
-                if end == INVALID:
-                    # A raw value ended by what follows the whole argument.
-                    stops = [t for t in ((stop,) if stop else following) if t]
-                    ats = [text.find(t, j) for t in stops]
-                    ats = [a for a in ats if a != -1]
-                    if not ats:
-                        return NEED if not final else Mismatch("argument value is not closed")
-                    raw_value, value_syntax, i = text[j : min(ats)].rstrip(), "raw", min(ats)
-                    continue
-                raw_value, value_syntax, i = text[j:end], "literal", end
-    if key is None or raw_value is None:
+                got = _open_value(group, context, key, text, i, final, memo)
+            if not isinstance(got, tuple):
+                return got
+            written = got
+            i = got[2]
+    if key is None or written is None:
         return Mismatch("argument without name or value")
-    schema = properties.get(key, {}) if isinstance(properties, dict) else {}
+    raw_value, syntax, _ = written
+    return i, key, _value_of(group, context, key, raw_value, syntax, i)
+
+
+def _closed_value(
+    group: FormGroup, context: ArgumentsContext, key: str | None, text: str, i: int, final: bool, memo: Memo | None
+) -> tuple[str, str, int] | _Need | Mismatch:
+    """A value written as is before the form's closing text (``<parameter=k>v</parameter>``)."""
+    stop = group.value_stop
+    tag = group.tag_of(key)
+    # A value in the template's wrapper (CDATA) may hold the closing marker: it ends after the wrapper's closer.
+    value_from = _wrapped_end(text, i, context.wrapper, final, memo)
+    if not isinstance(value_from, int):
+        return NEED
+    at = tag.close_at(text, value_from) if tag is not None else _find_resumed(text, stop, value_from, memo)
+    # A value never runs past the end of its call.
+    call_end = _earliest(text, context.following, value_from, memo)
+    if call_end != -1 and (at == -1 or at > call_end):
+        return Mismatch(f"argument value not closed by {stop!r} before the call ends")
+    if at == -1:
+        return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
+    return _trim_written_whitespace(text[i:at], group.value_lead, group.value_trail), _RAW, at
+
+
+def _open_value(
+    group: FormGroup, context: ArgumentsContext, key: str | None, text: str, i: int, final: bool, memo: Memo | None
+) -> tuple[str, str, int] | _Need | Mismatch:
+    """A value with no closing text of its own: a literal (JSON or Python), or, where the form writes
+    strings as is, text up to the next argument or the call's end."""
+    j = skip_ws(text, i)
+    # A string the template writes as is with nothing after it (f(path=notes/a.txt, n=2)): it runs to
+    # the next argument or the end of the call.
+    bare = context.raw_ends(group) if "raw" in group.syntaxes else None
+    declared = context.declared(key)
+    if bare is not None and isinstance(declared, dict) and declared.get("type") == "string":
+        step = bare.end(text, j, final, memo)
+        if not isinstance(step, int):
+            return step
+        raw_value = text[j:step]
+        quoted = _quoted_literal(raw_value) if context.tolerated is not None else None
+        if quoted is not None:
+            # A string in quotes the template does not write: a literal, its escapes decoded.
+            context.tolerated.append((LITERAL_SYNTAX, j, ""))  # type: ignore[union-attr]  # not None: checked above
+            return quoted, _DECODED, step
+        return raw_value, _RAW, step
+    end = value_end(text, j, memo)
+    if bare is not None and (end == INVALID or (end == INCOMPLETE and final) or end >= 0):
+        # A literal only if the argument ends right after it (3 is one; "3 apples" is text).
+        after_literal = bare.ends_here(text, end, final) if end >= 0 else False
+        if after_literal is NEED:
+            return NEED
+        if not after_literal:
+            step = bare.end(text, j, final, memo)
+            if not isinstance(step, int):
+                return step
+            return text[j:step], _RAW, step
+    if end == INCOMPLETE:
+        return NEED if not final else Mismatch("argument value ends early")
+    if end == INVALID:
+        # A raw value ended by what follows the whole argument.
+        stop = group.value_stop
+        ats = [at for t in ((stop,) if stop else context.following) if t and (at := text.find(t, j)) != -1]
+        if not ats:
+            return NEED if not final else Mismatch("argument value is not closed")
+        return text[j : min(ats)].rstrip(), _RAW, min(ats)
+    return text[j:end], _LITERAL, end
+
+
+def _value_of(group: FormGroup, context: ArgumentsContext, key: str, raw_value: str, syntax: str, end: int) -> Any:
+    """The JSON value of an argument's text, by how it is written and the type declared for it."""
+    if syntax == _DECODED:
+        return raw_value
+    schema = context.properties.get(key, {}) if isinstance(context.properties, dict) else {}
     json_type = schema.get("type") if isinstance(schema, dict) and isinstance(schema.get("type"), str) else None
-    types = group.types
-    if json_type is None and len(types) == 1:
-        json_type = next(iter(types))
-    if value_syntax == "decoded":
-        return i, key, raw_value
-    if value_syntax == "raw":
-        opener, closer = wrapper
+    if json_type is None and len(group.types) == 1:
+        json_type = next(iter(group.types))
+    quotes = context.quotes
+    if syntax == _RAW:
+        opener, closer = context.wrapper
         if opener and raw_value.startswith(opener) and raw_value.endswith(closer):
             raw_value = raw_value[len(opener) : len(raw_value) - len(closer)]
         if json_type != "string" and group.tag_of(key) is not None:
-            nested = _read_tags(raw_value, group, schema, escaping, wrapper, quotes)
+            nested = _read_tags(raw_value, group, schema, context)
             if nested is not None:
-                return i, key, nested
+                return nested
         if quotes[0] and raw_value.lstrip()[:1] in ("{", "[") and json_type in (None, "object", "array"):
             try:
-                return i, key, decode_notation(raw_value, *quotes)
+                return decode_notation(raw_value, *quotes)
             except Undecodable:
                 pass
-        return i, key, coerce(raw_value, json_type)
+        return coerce(raw_value, json_type)
     try:
         value = decode(raw_value)
     except Undecodable:
@@ -1467,13 +1497,14 @@ def _match_form(
         if quotes[0]:
             with contextlib.suppress(Undecodable):
                 value = decode_notation(raw_value, *quotes)
-    if isinstance(value, str) and escaping == "none" and raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]:
-        if quotes[0] and raw_value[0] != quotes[0] and tolerated is not None:
+    quoted = raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]
+    if isinstance(value, str) and context.escaping == "none" and quoted:
+        if quotes[0] and raw_value[0] != quotes[0] and context.tolerated is not None:
             # In quotes the template does not write strings in: a literal, its escapes decoded.
-            tolerated.append((LITERAL_SYNTAX, i - len(raw_value), ""))
+            context.tolerated.append((LITERAL_SYNTAX, end - len(raw_value), ""))
         else:
             value = raw_value[1:-1]  # quoted by the template but never escaped
-    return i, key, value
+    return value
 
 
 def _quoted_literal(raw: str) -> str | None:
@@ -1514,14 +1545,7 @@ class _Tag:
             at = close + len(self.closing)
 
 
-def _read_tags(
-    value: str,
-    group: FormGroup,
-    schema: Any,
-    escaping: str,
-    wrapper: tuple[str, str],
-    quotes: tuple[str, str],
-) -> Any:
+def _read_tags(value: str, group: FormGroup, schema: Any, context: ArgumentsContext) -> Any:
     """An object or array written as arguments are, each member a tag in the argument form
     (``<filters><lang>fr</lang><tags><item>a</item></tags></filters>``); None when ``value`` is not
     that. A template that writes a marker between two arguments writes it before the first member too
@@ -1540,9 +1564,10 @@ def _read_tags(
     members: list[tuple[str, Any]] = []
     items = _EveryKey(schema.get("items", {}) if isinstance(schema, dict) else {})
     properties = schema.get("properties", {}) if isinstance(schema, dict) and kind != "array" else items
+    members_context = ArgumentsContext(properties, context.escaping, (), context.wrapper, context.quotes)
     i = 0
     while (i := skip_ws(text, i)) < len(text):
-        outcome = _match_form(group, text, i, True, properties, escaping, (), wrapper, quotes)
+        outcome = _match_form(group, members_context, text, i, True)
         if not isinstance(outcome, tuple):
             return None
         i, name, member = outcome
