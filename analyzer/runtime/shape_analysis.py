@@ -222,6 +222,28 @@ def _form_facts(parts: tuple[Part, ...], after: tuple[str, ...]) -> FormFacts:
     )
 
 
+def marker_before_closing(calls: CallsShape) -> str:
+    """The text every form of a call writes right before its last marker: the end they share of the
+    marker before it ("" if none)."""
+    shared: str | None = None
+    for parts in (calls.call, calls.no_arguments):
+        if parts is None:
+            continue
+        if len(parts) < 2 or not isinstance(parts[-1], Marker) or parts[-1].text != closing_text(calls.call):
+            return ""
+        before = parts[-2]
+        if not isinstance(before, Marker):
+            return ""
+        text = before.text
+        if shared is not None:
+            k = 0
+            while k < min(len(text), len(shared)) and text[-1 - k] == shared[-1 - k]:
+                k += 1
+            text = text[len(text) - k :]
+        shared = text
+    return shared or ""
+
+
 # --------------------------------------------------------------------------- the analysis of a shape
 
 
@@ -240,6 +262,7 @@ class CallsAnalysis:
     call: FormFacts
     no_arguments: FormFacts | None
     last_characters: str
+    before_closing: str  # what every form writes right before its closing marker (marker_before_closing)
 
     @property
     def without_arguments(self) -> FormFacts | None:
@@ -296,6 +319,7 @@ def _analyse(shape: OutputShape) -> ShapeAnalysis:
             _form_facts(calls.call, after_call),
             _form_facts(calls.no_arguments, after_call) if calls.no_arguments is not None else None,
             last_characters((calls.call, calls.no_arguments)),
+            marker_before_closing(calls),
         ),
         server_stops(shape),
     )

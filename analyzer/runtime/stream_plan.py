@@ -19,7 +19,7 @@ from .headers import HeaderVariant, ShapeHeaders, shape_headers
 from .match import CallMatcher, VariantMatcher
 from .scanners import cached_words_search, cut_patterns, first_of
 from .shape import CallsShape, JsonArgs, JsonCallObject, KeyValueArgs, Marker, Markers, OutputShape, Part
-from .shape_analysis import ByIdentity, analysis, closing_markers, closing_text, leading_markers
+from .shape_analysis import ByIdentity, analysis, closing_markers, leading_markers
 
 # The stream's states: each one's step is a method of Stream, and the plan keeps a row of waits for each.
 START, REASONING, CONTENT, SECTION, CALL, AFTER_CALL, AFTER_REASONING, ANSWER = range(8)
@@ -89,7 +89,7 @@ class StreamPlan:
         self.streams_arguments = bool(calls) and any(
             isinstance(part, (JsonArgs, JsonCallObject, KeyValueArgs)) for part in (calls.call if calls else ())
         )
-        self.call_ender_after = _marker_before_last(calls) if calls and self.call_ender else ""
+        self.call_ender_after = facts.before_closing if facts and self.call_ender else ""
         self.call_opening = facts.opener if facts else ()
         self.call_opener = self.call_opening[0].text if self.call_opening else ""
         # Without closing text of its own, a call whose every form ends with a JSON object or a marker
@@ -428,28 +428,6 @@ def _waits_of(
     waits[CONTENT] = frozenset(word for word in content if "{" not in word) | _json_call_openings(calls)
     longest = max((max(map(len, words), default=0) for words in waits), default=0)
     return tuple(waits), reasoning_waits, longest + 1
-
-
-def _marker_before_last(calls: CallsShape) -> str:
-    """The text every form of a call writes right before its last marker: the end they share of the
-    marker before it ("" if none)."""
-    shared: str | None = None
-    for parts in (calls.call, calls.no_arguments):
-        if parts is None:
-            continue
-        if len(parts) < 2 or not isinstance(parts[-1], Marker) or parts[-1].text != closing_text(calls.call):
-            return ""
-        before = parts[-2]
-        if not isinstance(before, Marker):
-            return ""
-        text = before.text
-        if shared is not None:
-            k = 0
-            while k < min(len(text), len(shared)) and text[-1 - k] == shared[-1 - k]:
-                k += 1
-            text = text[len(text) - k :]
-        shared = text
-    return shared or ""
 
 
 def _beginnings(literals: Sequence[Markers], space: str = "") -> frozenset[str]:
