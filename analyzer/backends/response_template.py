@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from analyzer.errors import Inexpressible, InputError
-from analyzer.runtime.match import form_groups
+from analyzer.runtime.key_values import form_groups
 from analyzer.runtime.shape import (
     ArgKey,
     ArgumentShape,

@@ -2,8 +2,10 @@
 
 Every matcher takes the text, a position, and whether more text may still come (``final``), and
 returns the position after what it matched, ``NEED`` when the text stops before it can tell, or a
-``Mismatch`` saying why the text is not that part. Whitespace around markers is flexible: models
-write a newline where the template wrote a space, or nothing.
+``Mismatch`` saying why the text is not that part (the steps of ``steps.py``). Whitespace around
+markers is flexible: models write a newline where the template wrote a space, or nothing. Arguments
+written one by one are read form by form in ``key_values.py``; here, and as they arrive
+(``KeyValuesReader``), they are read one after another.
 """
 
 from __future__ import annotations
@@ -19,37 +21,41 @@ from typing import Any
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .call_forms import JsonCall
 from .headers import HeaderToken
+from .key_values import ArgumentsContext, FormGroup, form_groups, match_form, read_key
 from .shape import (
     ArgKey,
-    ArgPart,
-    ArgumentShape,
-    ArgValue,
     CallId,
-    Escapes,
     IdForm,
     Index,
     JsonArgs,
     JsonCallObject,
     KeyValueArgs,
     Marker,
-    Markers,
     Name,
     Part,
-    escape_name,
     id_pattern,
     unescape_name,
 )
-from .shape_analysis import ByIdentity, TagFrame, follow, form_tag_frame, next_marker
+from .shape_analysis import follow, next_marker
+from .steps import (
+    NEED,
+    Mismatch,
+    Need,
+    Step,
+    Texts,
+    match_literal,
+    match_word,
+    names_as_written,
+    read_name,
+    skip_ws,
+)
 from .tolerance import ARGUMENTS_ENCODING, CALL_LIST, HEADER_TOKEN, KEY_SPELLING, LITERAL_SYNTAX
 from .values import (
     INCOMPLETE,
     INVALID,
     Memo,
     Undecodable,
-    coerce,
     complete_json_at,
-    decode,
-    decode_notation,
     decode_syntax,
     finite,
     json_text,
@@ -59,27 +65,6 @@ from .values import (
     value_end,
 )
 
-
-class _Need:
-    def __repr__(self) -> str:
-        return "NEED"
-
-
-NEED = _Need()
-
-
-@dataclass(frozen=True, slots=True)
-class Mismatch:
-    """The text is no call of this shape, and why."""
-
-    reason: str
-    kind: str = "malformed_call"  # "not_a_reply": a JSON object without a function name
-
-
-Step = int | _Need | Mismatch
-Texts = tuple[str, ...]  # texts any of which may stand at a place (what may follow a part)
-# A name with nothing written after it to end it: a run of word characters (any script), dots, dashes.
-_WORD_NAME = re.compile(r"[\w.\-]+")
 _INDEX_DIGITS = re.compile(r"\d+")
 # Longer is no call id (the longest id forms are a prefix and a 64-character hash): text read as one
 # would run on through a call.
@@ -91,34 +76,6 @@ def _id_regex(form: IdForm) -> re.Pattern[str]:
     if form not in _ID_PATTERNS:
         _ID_PATTERNS[form] = re.compile(id_pattern(form))
     return _ID_PATTERNS[form]
-
-
-def skip_ws(text: str, i: int) -> int:
-    while i < len(text) and text[i].isspace():
-        i += 1
-    return i
-
-
-def match_literal(text: str, i: int, literal: Markers, final: bool) -> Step:
-    for marker in literal:
-        step = match_word(text, i, marker.text, final)
-        if not isinstance(step, int):
-            return step
-        i = step
-    return i
-
-
-def match_word(text: str, i: int, word: str, final: bool) -> Step:
-    """One marker's text after whitespace (the step of ``match_literal`` for each marker)."""
-    j = i
-    while j < len(text) and text[j].isspace():  # skip_ws, inline: this runs several times a call
-        j += 1
-    if text.startswith(word, j):
-        return j + len(word)
-    rest = text[j : j + len(word)]  # no copy of all the rest: this runs at every candidate
-    if not final and word.startswith(rest) and j + len(rest) == len(text):
-        return NEED
-    return Mismatch(f"expected {word!r}")
 
 
 @dataclass(slots=True)
@@ -165,7 +122,7 @@ class CallMatcher:
         # Each name part's declared names as the template writes them (escaped), longest first, each
         # also as is after its escaped spelling: a model may write a name unescaped.
         self._written_names = {
-            id(part): _written_names(self.names, part.escapes) for part in parts if isinstance(part, Name)
+            id(part): names_as_written(self.names, part.escapes) for part in parts if isinstance(part, Name)
         }
         # Text that may follow a call: a separator, the section closer, a stop string.
         self.closers = closers
@@ -174,11 +131,7 @@ class CallMatcher:
             id(part): follow(parts, k, closers) for k, part in enumerate(parts) if isinstance(part, Name)
         }
         # (kept by the forms' identity: a server makes a parser per request, and grouping them costs)
-        self._form_groups = {
-            id(part): _FORM_GROUPS.get(part.forms, form_groups, part.forms)
-            for part in parts
-            if isinstance(part, KeyValueArgs)
-        }
+        self._form_groups = {id(part): form_groups(part.forms) for part in parts if isinstance(part, KeyValueArgs)}
         self._reader_gates: dict[
             int,
             tuple[tuple[re.Pattern[str], int] | None, tuple[re.Pattern[str], int] | None, re.Pattern[str] | None],
@@ -189,7 +142,7 @@ class CallMatcher:
             (_HANDLERS.get(type(part)), part, next_marker(parts, k, closers)) for k, part in enumerate(parts)
         )
 
-    def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | _Need | Mismatch:
+    def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | Need | Mismatch:
         """The call at ``start``. ``memo``: how far values were scanned in text that only grows between
         matches (a stream's, which it clears when the text changes otherwise), so that matching a long
         call again costs nothing extra; one matcher serves every stream of a parser."""
@@ -231,7 +184,7 @@ class CallMatcher:
 
     def arguments_start(
         self, text: str, start: int, memo: Memo, fresh_ids: bool = False
-    ) -> tuple[CallMatch, JsonArgumentsReader | KeyValuesReader, int] | _Need | None:
+    ) -> tuple[CallMatch, JsonArgumentsReader | KeyValuesReader, int] | Need | None:
         """While the call at ``start`` is still arriving: what its parts before its arguments read (the
         name, an id), a reader of the arguments as they arrive, and where they start, once they have;
         NEED before then; None when this call's arguments cannot be sent early (a JSON string, not an
@@ -310,7 +263,7 @@ class CallMatcher:
     def name(self, part: Name, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo) -> Step:
         i = skip_ws(text, i)
         result.name_at = i
-        written_names = self._written_names.get(id(part)) or _written_names(self.names, part.escapes)
+        written_names = self._written_names.get(id(part)) or names_as_written(self.names, part.escapes)
         for written, name in written_names:
             if text.startswith(written, i):
                 end = i + len(written)
@@ -499,6 +452,27 @@ class CallMatcher:
         result.arguments = arguments
         return None
 
+    def arguments_context(
+        self,
+        part: KeyValueArgs,
+        properties: Any,
+        following: Texts,
+        tolerated: list[tuple[str, int, str]] | None,
+    ) -> ArgumentsContext:
+        """What reading ``part``'s arguments takes besides their forms, for a call to a tool with
+        ``properties``, followed by ``following``, its tolerances recorded in ``tolerated``."""
+        return ArgumentsContext(
+            properties,
+            part.string_escaping,
+            following,
+            part.string_wrapper,
+            part.string_quotes,
+            part.separator,
+            self.closers,
+            (self.call_separator, self.next_call),
+            tolerated,
+        )
+
     def key_values(
         self, part: KeyValueArgs, text: str, i: int, final: bool, result: CallMatch, following: Texts, memo: Memo
     ) -> Step:
@@ -508,7 +482,7 @@ class CallMatcher:
         forms = self._form_groups[id(part)]
         separator = part.separator
         tails = tuple(tail for tail in following if tail)
-        context = ArgumentsContext.of(self, part, properties, following, None if self.strict else result.tolerated)
+        context = self.arguments_context(part, properties, following, None if self.strict else result.tolerated)
         while True:
             j = skip_ws(text, i)
             if tails and text.startswith(tails, j):
@@ -519,7 +493,7 @@ class CallMatcher:
                 return NEED
             matched = None
             for group in forms:
-                outcome = _match_form(group, context, text, j, final, memo)
+                outcome = match_form(group, context, text, j, final, memo)
                 if outcome is NEED:
                     # An earlier form may still match once more text arrives: decide then, so that
                     # every chunking of the output reads the same.
@@ -573,7 +547,7 @@ def _streamable_layout(layout: JsonCall, fresh_ids: bool = False) -> bool:
 
 def _call_object_arguments(
     text: str, i: int, layout: JsonCall, memo: Memo, fresh_ids: bool = False
-) -> tuple[str, int] | _Need | None:
+) -> tuple[str, int] | Need | None:
     """In a call object still arriving at ``i``: its name, and where its arguments object opens, once
     both were written (the name first); NEED before then; None when the object is laid out otherwise
     (the name a key, nested paths, an id or count to read unless ``fresh_ids``, arguments as a string)."""
@@ -677,7 +651,7 @@ class KeyValuesReader:
         self.properties: dict[str, Any] = properties if isinstance(properties, dict) else {}
         self.groups = matcher._form_groups[id(part)]
         self.tails = tuple(tail for tail in following if tail)
-        self.context = ArgumentsContext.of(matcher, part, self.properties, following, None if matcher.strict else [])
+        self.context = matcher.arguments_context(part, self.properties, following, None if matcher.strict else [])
         self._end_gate, self._open_gate, self._idle_gate = matcher.reader_gates(part, self.tails)
         self.at = start  # where the next argument (or the separator before it) starts
         self.count = 0  # arguments sent whole
@@ -816,10 +790,10 @@ class KeyValuesReader:
         words, back = gate
         return words.search(text, max(j, tried - back), limit) is not None
 
-    def _match(self, group: FormGroup, text: str, j: int, memo: Memo) -> tuple[int, str, Any] | _Need | Mismatch:
+    def _match(self, group: FormGroup, text: str, j: int, memo: Memo) -> tuple[int, str, Any] | Need | Mismatch:
         if self.context.tolerated:
             self.context.tolerated.clear()  # tolerances apply while arriving, recorded by the batch
-        return _match_form(group, self.context, text, j, False, memo)
+        return match_form(group, self.context, text, j, False, memo)
 
     def _whole(self, outcome: tuple[int, str, Any], limit: int) -> str | None:
         end, key, value = outcome
@@ -934,7 +908,7 @@ class KeyValuesReader:
             return None
         return key, group, i
 
-    def _opened(self, group: FormGroup, text: str, j: int) -> tuple[str, FormGroup, int] | _Need | None:
+    def _opened(self, group: FormGroup, text: str, j: int) -> tuple[str, FormGroup, int] | Need | None:
         """The key and where the value starts, where ``group``'s parts before its value read at ``j``;
         NEED while they may still."""
         i, key = j, None
@@ -943,7 +917,7 @@ class KeyValuesReader:
                 step = match_word(text, i, part.text, False) if part.text else i
             elif isinstance(part, ArgKey):
                 after = group.after[k]
-                step = _read_key(text, i, False, self.properties, after[0] if after else None, part.escapes)
+                step = read_key(text, i, False, self.properties, after[0] if after else None, part.escapes)
                 if isinstance(step, int):
                     key = unescape_name(text[i:step], part.escapes)
             else:
@@ -1028,7 +1002,7 @@ class VariantMatcher(CallMatcher):
             steps[at] = (_after_header_token(re.compile(token.whole), re.compile(token.beginning)), part, following)
             self._steps = tuple(steps)
 
-    def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | _Need | Mismatch:
+    def match(self, text: str, start: int, final: bool, memo: Memo | None = None) -> CallMatch | Need | Mismatch:
         got = super().match(text, start, final, memo)
         if isinstance(got, CallMatch):
             got.tolerated[:0] = [(kind, start, "") for kind in self.kinds]
@@ -1071,45 +1045,6 @@ def _named(result: CallMatch, name: str, end: int) -> Step:
     return end
 
 
-def _written_names(names: list[str], escapes: Escapes) -> list[tuple[str, str]]:
-    """(as written, declared name) for each name, longest written first."""
-    if not escapes:
-        return [(name, name) for name in sorted(names, key=len, reverse=True)]
-    found = [(escape_name(name, escapes), name) for name in names]
-    found += [(name, name) for name in names if escape_name(name, escapes) != name]
-    return sorted(found, key=lambda item: -len(item[0]))
-
-
-@functools.lru_cache(maxsize=1024)
-def _written_keys(names: tuple[str, ...], escapes: Escapes) -> tuple[str, ...]:
-    """A schema's argument names as written, longest first: read at every argument, worked out once."""
-    return tuple(written for written, _ in _written_names(list(names), escapes))
-
-
-def read_name(text: str, i: int, final: bool, ends: tuple[str, ...], escapes: Escapes = ()) -> Step:
-    """Where a name that none of the declared ones is ends: it is written as is (or with ``escapes``,
-    each taken whole), up to the marker that follows it in the shape (``ends``; "" where whitespace
-    follows), so it holds no whitespace and none of the characters that marker starts with (a name
-    with those is read only when declared). With nothing written after it (a value follows), a run of
-    word characters of any script."""
-    starts = {end[0] for end in ends if end}
-    if "" in ends:
-        starts |= set("{[")  # whitespace was written before the value: one written without it ends the name too
-    if starts:
-        j = i
-        while j < len(text) and not text[j].isspace() and text[j] not in starts:
-            # An escape may hold what ends a name (``\"`` between quotes): it is part of the name.
-            j += next((len(written) for _, written in escapes if written and text.startswith(written, j)), 1)
-    else:
-        m = _WORD_NAME.match(text, i)
-        j = m.end() if m else i
-    if j == len(text) and not final:
-        return NEED  # the name may go on
-    if j == i:
-        return Mismatch("expected a name")
-    return j
-
-
 # each handler takes the kind of part it is keyed by
 _HANDLERS: dict[type[Any], Callable[..., Step]] = {
     Marker: CallMatcher.marker,
@@ -1134,44 +1069,6 @@ def _json_span(
     if end == INVALID:
         return Mismatch(not_json)
     return start, end
-
-
-def _find_resumed(text: str, word: str, start: int, memo: Memo | None) -> int:
-    """``text.find(word, start)`` in text that only grows (a stream): where an earlier search found
-    nothing, the next one goes on from there, so a long value still arriving is read once, not once
-    per chunk."""
-    key = ("find " + word, start)
-    resume = memo.get(key, start) if memo is not None else start
-    at = text.find(word, resume if isinstance(resume, int) else start)
-    if at == -1 and memo is not None:
-        memo[key] = max(start, len(text) - len(word) + 1)
-    return at
-
-
-def _wrapped_end(text: str, i: int, wrapper: tuple[str, str], final: bool, memo: Memo | None) -> int | _Need:
-    """Where a raw value at ``i`` may end from: past the closer of the wrapper it opens with
-    (``<![CDATA[`` ... ``]]>``), else ``i``. NEED while the wrapper is open; an output that ends
-    inside it is read as if there were no wrapper."""
-    opener, closer = wrapper
-    j = skip_ws(text, i)
-    if not opener or not text.startswith(opener, j):
-        return NEED if not final and opener and len(text) - j < len(opener) and opener.startswith(text[j:]) else i
-    close = _find_resumed(text, closer, j + len(opener), memo)
-    if close == -1:
-        return i if final else NEED
-    return close + len(closer)
-
-
-def _earliest(text: str, words: tuple[str, ...], start: int, memo: Memo | None) -> int:
-    """Where the first of ``words`` found from ``start`` stands, each looked for as ``_find_resumed``
-    does; -1 where none is."""
-    first = -1
-    for word in words:
-        if word:
-            at = _find_resumed(text, word, start, memo)
-            if at != -1 and (first == -1 or at < first):
-                first = at
-    return first
 
 
 # Keys models write for a call object's name and arguments other than the template's own.
@@ -1234,532 +1131,3 @@ def _unread_members(call: dict[str, Any], layout: JsonCall) -> list[tuple[str, s
             elif not any(path[: len(known)] == known for known in read):
                 found.append((".".join(path), json.dumps({key: value}, ensure_ascii=False)[1:-1]))
     return sorted(found)
-
-
-@dataclass(frozen=True, slots=True)
-class FormGroup:
-    """Argument forms written alike (the same parts, told apart by their value), with what matching
-    reads off those parts worked out once per parser instead of once per value."""
-
-    forms: tuple[ArgumentShape, ...]
-    parts: tuple[ArgPart, ...]
-    syntaxes: frozenset[str]
-    types: frozenset[str]
-    after: tuple[Markers, ...]  # for each part, the markers right after it
-    before: tuple[Markers, ...]  # and right before it
-    key_at: int  # the first key part (-1: none)
-    value_at: int  # the value part (-1: none)
-    # An argument written as a tag named by its key (``<k>v</k>``); None when the form is not that.
-    tag: TagFrame | None
-    # The text that closes the value (stripped), and the whitespace the template writes right before
-    # and right after the value, which a raw value is trimmed of: read at every argument.
-    value_stop: str
-    value_lead: str
-    value_trail: str
-
-    @classmethod
-    def of(cls, forms: tuple[ArgumentShape, ...]) -> FormGroup:
-        parts = forms[0].parts
-        after = tuple(_markers_after(parts, k) for k in range(len(parts)))
-        before = tuple(_markers_before(parts, k) for k in range(len(parts)))
-        key_at = next((k for k, part in enumerate(parts) if isinstance(part, ArgKey)), -1)
-        value_at = next((k for k, part in enumerate(parts) if isinstance(part, ArgValue)), -1)
-        written_before = _spelled(before[value_at]) if value_at >= 0 else ""
-        written_after = _spelled(after[value_at]) if value_at >= 0 else ""
-        return cls(
-            forms,
-            parts,
-            frozenset(form.syntax for form in forms),
-            frozenset(form.json_type for form in forms),
-            after,
-            before,
-            key_at,
-            value_at,
-            form_tag_frame(forms[0]),
-            written_after.strip(),
-            written_before[len(written_before.rstrip()) :],
-            written_after[: len(written_after) - len(written_after.lstrip())],
-        )
-
-    def tag_of(self, key: str | None) -> _Tag | None:
-        if key is None or self.tag is None:
-            return None
-        key_part = self.parts[self.key_at]
-        key = escape_name(key, key_part.escapes) if isinstance(key_part, ArgKey) else key
-        # A tag is the key between the frame's text before it and the first character after it (the
-        # rest after a closing key, MiniMax-M3's ``]<]minimax[>``, is written between arguments too).
-        frame = self.tag
-        return _Tag(frame.opening + key + frame.middle[:1], frame.closing + key + frame.end[:1])
-
-
-_FORM_GROUPS: ByIdentity[tuple[ArgumentShape, ...], tuple[FormGroup, ...]] = ByIdentity()
-
-
-def form_groups(forms: tuple[ArgumentShape, ...]) -> tuple[FormGroup, ...]:
-    """Forms grouped by their parts: types written alike are told apart by their value."""
-    groups: dict[tuple[object, ...], list[ArgumentShape]] = {}
-    for form in forms:
-        groups.setdefault(form.parts, []).append(form)
-    # Forms with more literal text first: a typed marker (string="true") must win over a bare one.
-    ordered = sorted(groups.values(), key=lambda g: -sum(len(p.text) for p in g[0].parts if isinstance(p, Marker)))
-    return tuple(FormGroup.of(tuple(group)) for group in ordered)
-
-
-@dataclass(slots=True)
-class ArgumentsContext:
-    """What reading a call's arguments takes besides their forms, the same for each argument: the
-    tool's declared properties, how the template escapes and wraps strings (``escaping``,
-    ``wrapper``: CDATA, ``quotes``: a template's own string quotes), what may follow the arguments
-    (``following``), what stands between two arguments (``separator``), what may follow the whole call
-    (``closers``), the separator between calls and what a call opens with (``next_call``), and where
-    the tolerances applied are recorded (``tolerated``; None: strict, none applies)."""
-
-    properties: Any
-    escaping: str
-    following: tuple[str, ...]
-    wrapper: tuple[str, str] = ("", "")
-    quotes: tuple[str, str] = ("", "")
-    separator: Markers = ()
-    closers: tuple[str, ...] = ()
-    next_call: tuple[str, tuple[str, ...]] = ("", ())
-    tolerated: list[tuple[str, int, str]] | None = None
-    _raw_ends: dict[int, RawEnds] = field(default_factory=dict)
-
-    @classmethod
-    def of(
-        cls,
-        matcher: CallMatcher,
-        part: KeyValueArgs,
-        properties: Any,
-        following: tuple[str, ...],
-        tolerated: list[tuple[str, int, str]] | None,
-    ) -> ArgumentsContext:
-        return cls(
-            properties,
-            part.string_escaping,
-            following,
-            part.string_wrapper,
-            part.string_quotes,
-            part.separator,
-            matcher.closers,
-            (matcher.call_separator, matcher.next_call),
-            tolerated,
-        )
-
-    def declared(self, key: str | None) -> Any:
-        """The schema declared for argument ``key`` (None when there is none)."""
-        return self.properties.get(key) if isinstance(self.properties, dict) and key is not None else None
-
-    def raw_ends(self, group: FormGroup) -> RawEnds:
-        """Where a value of ``group`` written as is ends: worked out once per call, not once per value."""
-        ends = self._raw_ends.get(id(group))
-        if ends is None:
-            ends = RawEnds(group.parts, self.properties, self.separator, self.following, self.closers, self.next_call)
-            self._raw_ends[id(group)] = ends
-        return ends
-
-
-# How an argument's value was written, which decides how it is read: as is (coerced to its type),
-# a literal (JSON or Python), or a literal already decoded by a tolerance.
-_RAW, _LITERAL, _DECODED = "raw", "literal", "decoded"
-
-
-def _match_form(
-    group: FormGroup, context: ArgumentsContext, text: str, i: int, final: bool, memo: Memo | None = None
-) -> tuple[int, str, Any] | _Need | Mismatch:
-    """One argument written in one of the group's (shared) forms: (end, name, value)."""
-    key: str | None = None
-    written: tuple[str, str, int] | None = None  # the value's text, how it is written, and its end
-    for k, part in enumerate(group.parts):
-        if isinstance(part, Marker):
-            if not part.text:
-                continue  # whitespace alone: the value's or the key's own, trimmed below
-            step = match_word(text, i, part.text, final)
-            if not isinstance(step, int):
-                return step
-            i = step
-        elif isinstance(part, ArgKey):
-            after = group.after[k]
-            read = _read_key(text, i, final, context.properties, after[0] if after else None, part.escapes)
-            if not isinstance(read, int):
-                return read if read is NEED else Mismatch("expected an argument name")
-            name = unescape_name(text[i:read], part.escapes)
-            if key is not None and name != key:
-                return Mismatch(f"argument {key!r} is closed as {name!r}")  # <a>...</b>: no argument of either
-            key = name
-            i = read
-        elif isinstance(part, ArgValue):
-            if group.value_stop and ("raw" in group.syntaxes or "unknown" in group.syntaxes):
-                got = _closed_value(group, context, key, text, i, final, memo)
-            else:
-                got = _open_value(group, context, key, text, i, final, memo)
-            if not isinstance(got, tuple):
-                return got
-            written = got
-            i = got[2]
-    if key is None or written is None:
-        return Mismatch("argument without name or value")
-    raw_value, syntax, _ = written
-    return i, key, _value_of(group, context, key, raw_value, syntax, i)
-
-
-def _closed_value(
-    group: FormGroup, context: ArgumentsContext, key: str | None, text: str, i: int, final: bool, memo: Memo | None
-) -> tuple[str, str, int] | _Need | Mismatch:
-    """A value written as is before the form's closing text (``<parameter=k>v</parameter>``)."""
-    stop = group.value_stop
-    tag = group.tag_of(key)
-    # A value in the template's wrapper (CDATA) may hold the closing marker: it ends after the wrapper's closer.
-    value_from = _wrapped_end(text, i, context.wrapper, final, memo)
-    if not isinstance(value_from, int):
-        return NEED
-    at = tag.close_at(text, value_from) if tag is not None else _find_resumed(text, stop, value_from, memo)
-    # A value never runs past the end of its call.
-    call_end = _earliest(text, context.following, value_from, memo)
-    if call_end != -1 and (at == -1 or at > call_end):
-        return Mismatch(f"argument value not closed by {stop!r} before the call ends")
-    if at == -1:
-        return NEED if not final else Mismatch(f"argument value not closed by {stop!r}")
-    return _trim_written_whitespace(text[i:at], group.value_lead, group.value_trail), _RAW, at
-
-
-def _open_value(
-    group: FormGroup, context: ArgumentsContext, key: str | None, text: str, i: int, final: bool, memo: Memo | None
-) -> tuple[str, str, int] | _Need | Mismatch:
-    """A value with no closing text of its own: a literal (JSON or Python), or, where the form writes
-    strings as is, text up to the next argument or the call's end."""
-    j = skip_ws(text, i)
-    # A string the template writes as is with nothing after it (f(path=notes/a.txt, n=2)): it runs to
-    # the next argument or the end of the call.
-    bare = context.raw_ends(group) if "raw" in group.syntaxes else None
-    declared = context.declared(key)
-    if bare is not None and isinstance(declared, dict) and declared.get("type") == "string":
-        step = bare.end(text, j, final, memo)
-        if not isinstance(step, int):
-            return step
-        raw_value = text[j:step]
-        quoted = _quoted_literal(raw_value) if context.tolerated is not None else None
-        if quoted is not None:
-            # A string in quotes the template does not write: a literal, its escapes decoded.
-            context.tolerated.append((LITERAL_SYNTAX, j, ""))  # type: ignore[union-attr]  # not None: checked above
-            return quoted, _DECODED, step
-        return raw_value, _RAW, step
-    end = value_end(text, j, memo)
-    if bare is not None and (end == INVALID or (end == INCOMPLETE and final) or end >= 0):
-        # A literal only if the argument ends right after it (3 is one; "3 apples" is text).
-        after_literal = bare.ends_here(text, end, final) if end >= 0 else False
-        if after_literal is NEED:
-            return NEED
-        if not after_literal:
-            step = bare.end(text, j, final, memo)
-            if not isinstance(step, int):
-                return step
-            return text[j:step], _RAW, step
-    if end == INCOMPLETE:
-        return NEED if not final else Mismatch("argument value ends early")
-    if end == INVALID:
-        # A raw value ended by what follows the whole argument.
-        stop = group.value_stop
-        ats = [at for t in ((stop,) if stop else context.following) if t and (at := text.find(t, j)) != -1]
-        if not ats:
-            return NEED if not final else Mismatch("argument value is not closed")
-        return text[j : min(ats)].rstrip(), _RAW, min(ats)
-    return text[j:end], _LITERAL, end
-
-
-def _value_of(group: FormGroup, context: ArgumentsContext, key: str, raw_value: str, syntax: str, end: int) -> Any:
-    """The JSON value of an argument's text, by how it is written and the type declared for it."""
-    if syntax == _DECODED:
-        return raw_value
-    schema = context.properties.get(key, {}) if isinstance(context.properties, dict) else {}
-    json_type = schema.get("type") if isinstance(schema, dict) and isinstance(schema.get("type"), str) else None
-    if json_type is None and len(group.types) == 1:
-        json_type = next(iter(group.types))
-    quotes = context.quotes
-    if syntax == _RAW:
-        opener, closer = context.wrapper
-        if opener and raw_value.startswith(opener) and raw_value.endswith(closer):
-            raw_value = raw_value[len(opener) : len(raw_value) - len(closer)]
-        if json_type != "string" and group.tag_of(key) is not None:
-            nested = _read_tags(raw_value, group, schema, context)
-            if nested is not None:
-                return nested
-        if quotes[0] and raw_value.lstrip()[:1] in ("{", "[") and json_type in (None, "object", "array"):
-            try:
-                return decode_notation(raw_value, *quotes)
-            except Undecodable:
-                pass
-        return coerce(raw_value, json_type)
-    try:
-        value = decode(raw_value)
-    except Undecodable:
-        value = raw_value
-        if quotes[0]:
-            with contextlib.suppress(Undecodable):
-                value = decode_notation(raw_value, *quotes)
-    quoted = raw_value[:1] in "'\"" and raw_value[-1:] == raw_value[:1]
-    if isinstance(value, str) and context.escaping == "none" and quoted:
-        if quotes[0] and raw_value[0] != quotes[0] and context.tolerated is not None:
-            # In quotes the template does not write strings in: a literal, its escapes decoded.
-            context.tolerated.append((LITERAL_SYNTAX, end - len(raw_value), ""))
-        else:
-            value = raw_value[1:-1]  # quoted by the template but never escaped
-    return value
-
-
-def _quoted_literal(raw: str) -> str | None:
-    """The text of ``raw`` when it is one quoted string literal (JSON's double quotes, or Python's single
-    ones), its escapes decoded; else None."""
-    if len(raw) < 2 or raw[0] not in "\"'" or raw[-1] != raw[0]:
-        return None
-    try:
-        value = decode(raw)
-    except Undecodable:
-        return None
-    return value if isinstance(value, str) else None
-
-
-@dataclass(frozen=True, slots=True)
-class _Tag:
-    """An argument written as a tag named by its key, closed by a tag naming it again
-    (``<k>value</k>``): its value may hold the same tag, nested, so it ends at the close that
-    balances it."""
-
-    opening: str
-    closing: str
-
-    def close_at(self, text: str, i: int) -> int:
-        """Where the closing marker that ends the value at ``i`` starts; -1 when it has not come."""
-        depth, at = 1, i
-        while True:
-            close = text.find(self.closing, at)
-            if close == -1:
-                return -1
-            nested = text.find(self.opening, at, close)
-            if nested != -1:
-                depth, at = depth + 1, nested + len(self.opening)
-                continue
-            depth -= 1
-            if depth == 0:
-                return close
-            at = close + len(self.closing)
-
-
-def _read_tags(value: str, group: FormGroup, schema: Any, context: ArgumentsContext) -> Any:
-    """An object or array written as arguments are, each member a tag in the argument form
-    (``<filters><lang>fr</lang><tags><item>a</item></tags></filters>``); None when ``value`` is not
-    that. A template that writes a marker between two arguments writes it before the first member too
-    (``]<]minimax[>`` of MiniMax-M3): that leading part of the closing marker moves to the end, where
-    the last member's form ends with it."""
-    after = group.value_stop
-    opener = _spelled(group.before[group.key_at]).strip()
-    text = value.strip()
-    kind = schema.get("type") if isinstance(schema, dict) else None
-    if after.startswith(text) and (text or kind in ("object", "array")):
-        return [] if kind == "array" else {}  # no member: at most the part written before the first
-    lead = next((n for n in range(len(after), -1, -1) if text.startswith(after[:n] + opener)), -1)
-    if lead == -1 or not opener:
-        return None
-    text = text[lead:] + after[:lead]
-    members: list[tuple[str, Any]] = []
-    items = _EveryKey(schema.get("items", {}) if isinstance(schema, dict) else {})
-    properties = schema.get("properties", {}) if isinstance(schema, dict) and kind != "array" else items
-    members_context = ArgumentsContext(properties, context.escaping, (), context.wrapper, context.quotes)
-    i = 0
-    while (i := skip_ws(text, i)) < len(text):
-        outcome = _match_form(group, members_context, text, i, True)
-        if not isinstance(outcome, tuple):
-            return None
-        i, name, member = outcome
-        members.append((name, member))
-    names = {name for name, _ in members}
-    if kind == "array" or (kind is None and len(members) > 1 and len(names) == 1):
-        return [member for _, member in members]
-    return dict(members)
-
-
-class _EveryKey(dict):  # type: ignore[type-arg]  # a dict to the code that reads properties
-    """Properties where every key has one schema: an array's items, whatever tag names them."""
-
-    def __init__(self, schema: Any) -> None:
-        super().__init__()
-        self.schema = schema
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self.schema
-
-
-class RawEnds:
-    """Where a value written as is, with no marker after it, ends: before the separator when a declared
-    argument of the tool follows it (its key written as the form writes keys), or before what follows
-    the arguments when the call's own closers come after that; else it goes on (the value holds it)."""
-
-    def __init__(
-        self,
-        parts: tuple[ArgPart, ...],
-        properties: Any,
-        separator: Markers,
-        following: tuple[str, ...],
-        closers: tuple[str, ...],
-        next_call: tuple[str, tuple[str, ...]] = ("", ()),
-    ) -> None:
-        self.call_separator, self.call_openers = next_call[0], tuple(t for t in next_call[1] if t)
-        at = next(k for k, part in enumerate(parts) if isinstance(part, ArgKey))
-        self.before_key = tuple(p for p in parts[:at] if isinstance(p, Marker) and p.text)
-        self.after_key = tuple(p for p in _markers_after(parts, at) if p.text)
-        key = parts[at]
-        escapes = key.escapes if isinstance(key, ArgKey) else ()
-        self.names = (
-            [written for written, _ in _written_names(list(properties), escapes)]
-            if isinstance(properties, dict)
-            else []
-        )
-        self.separator = tuple(m for m in separator if m.text)
-        self.following = tuple(t for t in following if t)
-        self.closers = tuple(t for t in closers if t)
-
-    def end(self, text: str, i: int, final: bool, memo: Memo | None = None) -> Step:
-        """Where the value at ``i`` ends. ``memo`` keeps how far it was read in text that only grows:
-        a place found not to end it never does, so a stream reads each character once."""
-        marks = [m.text for m in self.separator[:1]] + list(self.following)
-        kept = memo.get(("raw", i), i) if memo is not None else i
-        at = kept if isinstance(kept, int) else i  # a raw value's entry is always a position
-        found = {mark: text.find(mark, at) for mark in marks}
-        while True:
-            places = [k for k in found.values() if k != -1]
-            if not places:
-                if memo is not None:
-                    memo[("raw", i)] = max(at, len(text) - max(map(len, marks), default=1) + 1, i)
-                return NEED if not final else Mismatch("argument value is not closed")
-            k = min(places)
-            for mark in [mark for mark, pos in found.items() if pos == k]:
-                verdict = self._ends_at(text, k, mark, final)
-                if verdict is NEED:
-                    if memo is not None:
-                        memo[("raw", i)] = k
-                    return NEED
-                if verdict:
-                    return k
-            at = k + 1
-            found = {mark: (pos if pos >= at else text.find(mark, at)) for mark, pos in found.items()}
-
-    def ends_here(self, text: str, i: int, final: bool) -> bool | _Need:
-        """Whether the argument ends at ``i`` (right after a literal)."""
-        j = skip_ws(text, i)
-        if j == len(text):
-            return NEED if not final else True
-        for mark in [m.text for m in self.separator[:1]] + list(self.following):
-            if text.startswith(mark, j):
-                verdict = self._ends_at(text, j, mark, final)
-                if verdict is not False:
-                    return verdict
-        return False
-
-    def _ends_at(self, text: str, k: int, mark: str, final: bool) -> bool | _Need:
-        if self.separator and mark == self.separator[0].text:
-            step = match_literal(text, k, self.separator, final)
-            if not isinstance(step, int):
-                return NEED if step is NEED else False
-            return self._key_at(text, step, final)
-        # What follows the arguments: the call must end there, the text after it being what may
-        # follow a call (or nothing, at the end of the output).
-        j = skip_ws(text, k + len(mark))
-        if j == len(text):
-            return NEED if not final else True
-        for closer in self.closers:
-            if text.startswith(closer, j):
-                if closer != self.call_separator or not self.call_openers:
-                    return True
-                # Between two calls: only where the next call opens after it.
-                after = skip_ws(text, j + len(closer))
-                if any(text.startswith(opener, after) for opener in self.call_openers):
-                    return True
-                if not final and any(
-                    opener.startswith(text[after : after + len(opener)]) for opener in self.call_openers
-                ):
-                    return NEED
-                continue
-            if not final and closer.startswith(text[j : j + len(closer)]):
-                return NEED
-        return not self.closers
-
-    def _key_at(self, text: str, i: int, final: bool) -> bool | _Need:
-        """Whether a declared argument's key, as the form writes it, starts at ``i``."""
-        step = match_literal(text, i, self.before_key, final) if self.before_key else i
-        if not isinstance(step, int):
-            return NEED if step is NEED else False
-        j = skip_ws(text, step)
-        if not self.names:
-            # No tool declares its arguments: any name in the form's key spelling starts one.
-            m = _WORD_NAME.match(text, j)
-            if m is None or (m.end() == len(text) and not final):
-                return NEED if not final and (m is not None or j == len(text)) else False
-            after = match_literal(text, m.end(), self.after_key, final) if self.after_key else m.end()
-            return NEED if after is NEED else isinstance(after, int)
-        for name in self.names:
-            if text.startswith(name, j):
-                after = match_literal(text, j + len(name), self.after_key, final) if self.after_key else j
-                if after is NEED:
-                    return NEED
-                if isinstance(after, int):
-                    return True
-            elif not final and name.startswith(text[j : j + len(name)]):
-                return NEED
-        return False
-
-
-def _read_key(text: str, i: int, final: bool, properties: Any, after: Marker | None, escapes: Escapes = ()) -> Step:
-    """Where an argument's name ends: a declared one, as written with ``escapes`` or as is, that the
-    marker after it follows (whatever its characters: a quote, any script), else one read as
-    ``read_name`` does."""
-    end = after.text if after is not None else ""
-    declared = _written_keys(tuple(properties), escapes) if isinstance(properties, dict) else ()
-    for name in declared:
-        if not name or not text.startswith(name, i):
-            continue
-        j = i + len(name)
-        at = skip_ws(text, j)
-        rest = text[at : at + len(end)] if end else text[j : j + 1]
-        if end and rest.startswith(end):
-            return j
-        if end and not final and end.startswith(rest):
-            return NEED  # the marker after it is still arriving
-        if not end and ((rest == "" and final) or (rest and not (rest.isalnum() or rest in "_.-"))):
-            return j
-        if not end and rest == "":
-            return NEED
-    return read_name(text, i, final, (end,) if end else (), escapes)
-
-
-def _markers_after(parts: tuple[object, ...], k: int) -> Markers:
-    """The markers right after part ``k``, up to the next key or value."""
-    found = []
-    for part in parts[k + 1 :]:
-        if not isinstance(part, Marker):
-            break
-        found.append(part)
-    return tuple(found)
-
-
-def _markers_before(parts: tuple[object, ...], k: int) -> Markers:
-    found: list[Marker] = []
-    for part in reversed(parts[:k]):
-        if not isinstance(part, Marker):
-            break
-        found.insert(0, part)
-    return tuple(found)
-
-
-def _spelled(markers: Markers) -> str:
-    """The text markers split from, with the whitespace the template wrote."""
-    return markers[0].lead + "".join(marker.text + marker.trail for marker in markers) if markers else ""
-
-
-def _trim_written_whitespace(value: str, lead: str, trail: str) -> str:
-    """Remove exactly the whitespace the template writes around a raw value (``lead`` before it,
-    ``trail`` after it), and no more: a value's own trailing newline must survive."""
-    if lead and value.startswith(lead):
-        value = value[len(lead) :]
-    if trail and value.endswith(trail):
-        value = value[: len(value) - len(trail)]
-    return value

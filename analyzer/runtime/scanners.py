@@ -11,9 +11,9 @@ import json
 import re
 from collections.abc import Callable
 
-from .match import NEED, Mismatch, Step, skip_ws
 from .shape import Markers
 from .shape_analysis import ByIdentity
+from .steps import NEED, Mismatch, Step, skip_ws
 
 
 def marker_before(buf: str, at: int, marker: str, start: int) -> bool:

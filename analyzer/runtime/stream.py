@@ -23,17 +23,7 @@ from typing import Any
 
 from .arguments_stream import ASLEEP, JsonArgumentsReader
 from .calls import ToolSchemas, generated_id
-from .match import (
-    NEED,
-    CallMatch,
-    CallMatcher,
-    KeyValuesReader,
-    Mismatch,
-    Step,
-    _Need,
-    match_literal,
-    skip_ws,
-)
+from .match import CallMatch, CallMatcher, KeyValuesReader
 from .message import Delta, Message, ParseError, ParseWarning, Prefill, ToolCall, apply, prefill_of
 from .scanners import (
     NO_MATCH,
@@ -47,6 +37,7 @@ from .scanners import (
     string_body,
 )
 from .shape import Name, OutputShape
+from .steps import NEED, Mismatch, Need, Step, match_literal, skip_ws
 from .stream_plan import (
     AFTER_CALL,
     AFTER_REASONING,
@@ -490,7 +481,7 @@ class Stream:
                 return
         self._content_or_named_call(final)
 
-    def _leading(self, word: str, final: bool) -> int | _Need | None:
+    def _leading(self, word: str, final: bool) -> int | Need | None:
         """Where ``word`` stands at the buffer's start, after whitespace; NEED while the buffer may still
         become it; None when it is not there (a plain test: this runs at the start of every output)."""
         buf = self._buf
@@ -631,7 +622,7 @@ class Stream:
         self._scan_from = 0
         self._state = CONTENT
 
-    def _call_in_reasoning(self, close_at: int, final: bool) -> int | _Need | None:
+    def _call_in_reasoning(self, close_at: int, final: bool) -> int | Need | None:
         """Where a complete call starts inside reasoning, before any close marker; NEED while a call
         that has started may still complete; None when there is none. Each place the trigger word
         stands is looked at once, and a call under way is matched again only once the text that
@@ -965,7 +956,7 @@ class Stream:
         m = self._answer_opener.search(buf, self._scan_from)
         return m.start() if m else None
 
-    def _fence(self, deltas: list[Delta], final: bool) -> bool | _Need:
+    def _fence(self, deltas: list[Delta], final: bool) -> bool | Need:
         """The buffer starts with a code fence: when a bare JSON call or an answer object follows it,
         drop the fence and read that (True); NEED while that cannot be told yet; else False."""
         buf = self._buf
@@ -1000,7 +991,7 @@ class Stream:
             return NEED
         return False
 
-    def _close_fence(self, final: bool) -> bool | _Need:
+    def _close_fence(self, final: bool) -> bool | Need:
         """After a fenced call or answer: its closing fence, and the newline that ends its line; NEED
         while the text may still be one."""
         if not self._fenced:
@@ -1126,7 +1117,7 @@ class Stream:
             self._malformed(deltas, outcome.reason, final, kind)
             return
 
-    def _read_call(self, form: CallForm, start: int, final: bool) -> tuple[CallMatch, int] | _Need | Mismatch:
+    def _read_call(self, form: CallForm, start: int, final: bool) -> tuple[CallMatch, int] | Need | Mismatch:
         """The call written in ``form`` at ``start``, and where it ends; NEED while the text cannot tell."""
         buf, memo = self._buf, self._memo
         outcome = form.matcher.match(buf, start, final, memo)
@@ -1150,7 +1141,7 @@ class Stream:
                 return closed
         return outcome
 
-    def _closerless_call(self, form: CallForm, start: int, final: bool) -> tuple[CallMatch, int] | _Need | None:
+    def _closerless_call(self, form: CallForm, start: int, final: bool) -> tuple[CallMatch, int] | Need | None:
         """A call read without its closing text, and where it ends: where the output ends after it (or
         after the start of that text), or where what may follow a call stands (the next call's opener,
         a separator, the section's closer, a stop). NEED while the text cannot tell yet."""
@@ -1253,7 +1244,7 @@ class Stream:
                 self._consume(step)
         self._state = CONTENT
 
-    def _opens_call(self, buf: str, i: int, final: bool) -> bool | _Need:
+    def _opens_call(self, buf: str, i: int, final: bool) -> bool | Need:
         """Whether a call starts at ``i``, judged by its opening alone (its leading markers, a tool
         name, or a JSON object's first key), so that waiting for the next call costs nothing per chunk."""
         assert self._calls is not None
@@ -1506,7 +1497,7 @@ assert len(_STATES) == STATE_COUNT  # the plan's rows of waits, one for each sta
 
 def _variant_match(
     variants: tuple[CallMatcher, ...], buf: str, start: int, final: bool, memo: Memo, mismatch: Mismatch
-) -> CallMatch | _Need | Mismatch:
+) -> CallMatch | Need | Mismatch:
     """The first of ``variants`` that reads a call at ``start``, in their order (a stream waits while
     an earlier one may still, so it reads what a batch parse reads); NEED then, or where the output
     ends inside one (a call cut short); else ``mismatch``."""
