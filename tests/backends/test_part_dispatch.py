@@ -114,8 +114,8 @@ def samples_of(kind: type, by_kind: dict[type, list[Sample]] | dict[type, list[F
 def grammar_part(s: Sample) -> bool:
     calls = s.shape.calls
     assert calls is not None
-    for exact in (True, False):
-        builder = gbnf._Builder(s.shape, calls, exact=exact)
+    for whitespace in (gbnf._ExactBuilder, gbnf._FlexibleBuilder):
+        builder = whitespace(s.shape, calls)
         piece = builder.part(s.part, WEATHER, builder.facts.call.value_stops(s.position))
         assert isinstance(piece, gbnf._Piece) and piece.expr, f"{s.part.kind} wrote no grammar"
     return True
@@ -190,8 +190,8 @@ def test_every_backend_handles_every_kind(dispatch: str, kind: type) -> None:
 def grammar_argument(s: FormSample) -> bool:
     calls = s.sample.shape.calls
     assert calls is not None
-    for exact in (True, False):
-        builder = gbnf._Builder(s.sample.shape, calls, exact=exact)
+    for whitespace in (gbnf._ExactBuilder, gbnf._FlexibleBuilder):
+        builder = whitespace(s.sample.shape, calls)
         stops = builder.facts.call.value_stops(s.sample.position)
         assert builder.argument(s.form, "location", {"type": s.form.json_type}, "location", stops)
     return True

@@ -146,7 +146,7 @@ def to_grammar(
     if shape.calls is None:
         raise UnsupportedFormat(f"{shape.template}: the template writes no tool calls, so no grammar constrains them")
     declared = chosen_tools(declared_tools(tools), tool_choice)
-    builder = _Builder(shape, shape.calls, thinking, exact=whitespace == "exact")
+    builder = (_ExactBuilder if whitespace == "exact" else _FlexibleBuilder)(shape, shape.calls, thinking)
     lazy = tool_choice == "auto" and not answers
     sections = [builder.section(declared, parallel, lazy=lazy)] if declared else []
     replies = [section.expr for section in sections]
@@ -279,33 +279,94 @@ def _common(texts: list[str]) -> str:
 
 
 class _Builder:
-    def __init__(self, shape: OutputShape, calls: CallsShape, thinking: bool | None = None, *, exact: bool) -> None:
+    """The grammar of one shape's calls, part by part. Where whitespace goes is the subclass's: the
+    exact builder writes the template's own, the flexible one bounded whitespace wherever the template
+    writes some (and where a model may write it: around values)."""
+
+    # What may stand around a value the template writes whitespace around or not.
+    value_space = ""
+
+    def __init__(self, shape: OutputShape, calls: CallsShape, thinking: bool | None = None) -> None:
         self.shape = shape
         self.calls = calls
         facts = analysis(shape).calls
         assert facts is not None and facts.calls is calls
         self.facts = facts
         self.thinking = thinking
-        self.exact = exact
         self.rules = Rules()
-        # Exact JSON needs the template's separators (and its indentation, where it indents); where the
-        # renders did not show them, the JSON keeps bounded whitespace between tokens.
-        separators = calls.json_separators if exact else ()
+        separators = self.json_separators()
         self.json = SchemaRules(self.rules, separators, calls.json_indent)
         self.python = PythonRules(self.rules, separators)
-        # What may stand around a value the template writes whitespace around or not.
-        self.value_space = "" if exact else " "
         # Which call of the section is being written (0 for the first), where the template counts
         # calls in their text; None once past the calls written out one by one.
         self.position: int | None = 0
         # A call written with at least one argument (its no-argument spelling is another pattern).
         self.some_arguments = False
 
+    # ------------------------------------------------------------------ the whitespace policy (per subclass)
+
+    def json_separators(self) -> tuple[str, ...]:
+        """The separators JSON values are written with (none: bounded whitespace between tokens)."""
+        raise NotImplementedError
+
     def space(self, written: str) -> str:
-        """Whitespace where the template wrote ``written``: exactly that, or any (bounded) when flexible."""
-        if not written:
-            return ""
-        return literal(written) if self.exact else self.rules.ws()
+        """Whitespace where the template wrote ``written`` (nothing where it wrote none)."""
+        raise NotImplementedError
+
+    def gap(self, before: _Piece, after: _Piece) -> str:
+        """Whitespace between two pieces either of which allows some."""
+        raise NotImplementedError
+
+    def calls_gap(self) -> str:
+        """What stands between two calls where the template writes whitespace or nothing there."""
+        raise NotImplementedError
+
+    def section_tail(self, after: str) -> str:
+        """What follows the section up to the turn's stop, where the template writes ``after`` there."""
+        raise NotImplementedError
+
+    def content_text(self, text: str, words: tuple[str, ...]) -> str:
+        """Content after the calls, ``text`` being text that holds none of ``words``."""
+        raise NotImplementedError
+
+    def counts_calls(self) -> bool:
+        """Whether the first calls are written each with its own number, where the template counts them."""
+        return False
+
+    def eager(self, section: str, lead: str = "") -> str:
+        """From the first byte of the output: what every turn starts with (the shape's prefix) and a
+        reasoning block, each optional, then the calls. When the prompt opened reasoning, the output
+        starts inside it, and the prefix is what follows its close marker (Kimi-K3: the close, then
+        ``<|open|>response<|sep|>``). A block that is a message of its own is followed by the next
+        message's prefix (muse-glimmer: `` to=`` after ``<|eom|><|start|>assistant``). ``lead``: the
+        whitespace the template writes before the calls."""
+        raise NotImplementedError
+
+    def call_without_parameters(self, call: _Piece, bare: _Piece) -> _Piece:
+        """A call of a tool without parameters, where the no-argument pattern writes what the call
+        pattern writes with no arguments (``bare``)."""
+        return call
+
+    def call_with_optional_arguments(self, tool: Tool, call: _Piece) -> _Piece:
+        """A call of a tool none of whose parameters is required."""
+        return call
+
+    def whitespace_marker(self, part: Marker) -> _Piece | None:
+        """A marker of whitespace alone between two fields (None: read as any marker)."""
+        return None
+
+    def written_number(self, part: Index) -> _Piece | None:
+        """The number of the call being written, where it is written exactly (None: any digits)."""
+        return None
+
+    def form_parts(self, form: ArgumentShape) -> list[ArgPart]:
+        """An argument form's parts as the grammar writes them."""
+        raise NotImplementedError
+
+    def raw_stop(self, ends: Markers, pieces: list[_Piece]) -> str:
+        """The text a raw value runs up to, ``ends`` being the markers after it (``pieces``' last may
+        give up its trailing whitespace to the value)."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ sequences
 
@@ -316,11 +377,7 @@ class _Builder:
         out: list[str] = []
         for before, after in zip([None, *kept], kept, strict=False):  # each piece with the one before it
             if before is not None and (before.trail or after.lead):
-                if self.exact:
-                    # Two markers split at whitespace both hold it: it stands once.
-                    out.append(literal(before.trail or after.lead))
-                else:
-                    out.append(self.rules.ws_required() if needs_space(before.last, after.first) else self.rules.ws())
+                out.append(self.gap(before, after))
             out.append(after.expr)
         return out
 
@@ -369,7 +426,7 @@ class _Builder:
             if self.calls.separator:
                 between = self.tokens([call, *self.markers(self.calls.separator), call])[1:-1]
             else:  # whitespace or nothing between calls
-                between = [self.space(self.calls.separator_space)] if self.exact else [self.rules.ws()]
+                between = [self.calls_gap()]
             # Right recursion, not a repetition: a rule that refers to itself is parsed, never lexed
             # as one terminal, which could not tell one more call from the section closer after it.
             any_call = self.calls_at(tools, None)
@@ -390,7 +447,7 @@ class _Builder:
         closing = self.calls.section_close if self.calls.close_from <= 1 else ()
         whole = self.join([*self.markers(self.calls.section_open), calls, *self.markers(closing)])
         after = self.calls.close_space + whole.trail
-        tail = literal(after) if self.exact and after else optional(self.rules.ws()) if after else ""
+        tail = self.section_tail(after) if after else ""
         lead = "" if lazy else self.calls.open_space + whole.lead
         return _Piece(seq(whole.expr, self.content_after(), tail), lead, "", whole.first, "", whole.sample)
 
@@ -400,17 +457,7 @@ class _Builder:
         if not self.facts.content_after:
             return ""
         words = tuple(dict.fromkeys(word for word in (self.calls.trigger.word, *self.shape.stops) if word))
-        text = text_without(self.rules, "content-after", words)
-        if self.exact:
-            return optional(text)
-        # Flexible whitespace may stand between two calls: text that starts with it, or with a watched
-        # word's first character, would start like one more call, which a lexing reader (taking the
-        # longest run and never giving it back) could not tell from the text.
-        first = char_class({" ", "\t", "\n", "\r"} | {word[0] for word in words}, negated=True)
-        return optional(seq(first, text))
-
-    def counts_calls(self) -> bool:
-        return self.exact and any(isinstance(part, Index) for part in self.calls.call)
+        return self.content_text(text_without(self.rules, "content-after", words), words)
 
     def calls_at(self, tools: tuple[Tool, ...], position: int | None) -> _Piece:
         """One call of any of ``tools``, as the call at ``position`` of the section is written."""
@@ -419,79 +466,6 @@ class _Builder:
             return self.choice([self.call(tool) for tool in tools])
         finally:
             self.position = 0
-
-    def eager(self, section: str, lead: str = "") -> str:
-        """From the first byte of the output: what every turn starts with (the shape's prefix) and a
-        reasoning block, each optional, then the calls. When the prompt opened reasoning, the output
-        starts inside it, and the prefix is what follows its close marker (Kimi-K3: the close, then
-        ``<|open|>response<|sep|>``). A block that is a message of its own is followed by the next
-        message's prefix (muse-glimmer: `` to=`` after ``<|eom|><|start|>assistant``). ``lead``: the
-        whitespace the template writes before the calls.
-
-        Exact: each with the whitespace the template writes around it; flexible: bounded whitespace
-        around each."""
-        reasoning = self.shape.reasoning
-        prefix = self.join(self.markers(self.shape.prefix))
-        switched_off = reasoning is None or reasoning.switched_off(self.thinking)
-        if not self.exact:
-            ws = self.rules.ws()
-            written_first = optional(seq(prefix.expr, ws)) if prefix.expr else ""
-            if switched_off:
-                return seq(ws, written_first, section)
-            assert reasoning is not None
-            rest = self.join(self.markers(reasoning.after)).expr
-            if not reasoning.opened_by_prompt(self.thinking):
-                closed = seq(self.reasoning(), ws, seq(rest, ws) if rest else "")
-                if _empty_block(self.shape.prefix, reasoning):  # as in the exact grammar, below
-                    return seq(ws, optional(closed), section)
-                return seq(ws, written_first, optional(closed), section)
-            reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
-            if _closes_block(self.shape.prefix, reasoning) and not rest:  # as in the exact grammar, below
-                return seq(ws, reasoning_block, ws, section)
-            return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
-
-        def space(text: str) -> str:
-            return literal(text) if text else ""
-
-        def before_calls(piece: _Piece) -> str:
-            """An optional reasoning block right before the calls, then whitespace up to them; without
-            it, the calls' own whitespace. What a template writes between a block's close and the calls
-            is not in the shape (the block's close is read from content turns, the calls' whitespace
-            from turns without a block), so there the whitespace is bounded, not exact."""
-            if not piece.expr:
-                return space(lead)
-            return choice([seq(piece.expr, self.rules.ws()), space(lead) or '""'])
-
-        # Every turn's start, and what every turn starts with (the prefix, read before the calls'
-        # region, so its whitespace and theirs follow each other).
-        start = seq(space(prefix.lead), optional(seq(prefix.expr, space(prefix.trail))) if prefix.expr else "")
-        if switched_off:
-            return seq(start, space(lead), section)
-        assert reasoning is not None
-        close_trail = reasoning.close[-1].trail if reasoning.close else ""
-        after = self.join(self.markers(reasoning.after))
-        if not reasoning.opened_by_prompt(self.thinking):
-            # What follows the block (the next message's prefix, where the block is a message of its own).
-            block = self.join([_Piece(self.reasoning(), trail=close_trail), after])
-            if _empty_block(self.shape.prefix, reasoning):
-                # What every turn starts with is an empty block (Qwen3's ``<think>\n\n</think>``): it is a
-                # reasoning block, the one a turn may hold, not a second spelling before it (two
-                # alternatives starting alike, which a lexing reader cannot tell apart: it takes the
-                # longest and never gives it back).
-                return seq(space(prefix.lead), before_calls(block), section)
-            return seq(start, before_calls(block), section)
-        block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
-        if not after.expr:
-            if _closes_block(self.shape.prefix, reasoning):
-                # Every turn closes the block the prompt opened before anything else (Nemotron-3-Nano's
-                # ``</think>``): the calls come after its close, never in it. (Calls at once would start
-                # like the block's text, ``\n<tool_call``, which a lexing reader cannot tell apart.)
-                return seq(block.expr, self.rules.ws(), section)
-            return seq(before_calls(block), section)
-        # What follows the block is the rest of every turn's prefix: its whitespace and the calls' follow
-        # each other, as the prefix's do.
-        rest = choice([seq(after.expr, space(after.trail), space(lead)), space(lead) or '""'])
-        return seq(optional(seq(block.expr, self.rules.ws())), rest, section)
 
     def answer(self) -> str:
         """An answer written as a one-member JSON object holding it as a string; inline, as a call
@@ -530,26 +504,11 @@ class _Builder:
                 # Exact: the template's own whitespace, which the call pattern with its arguments left
                 # out may not write (GLM's ``list_files\n</tool_call>``, where the pattern keeps a
                 # newline on each side of the absent arguments).
-                return bare if self.exact and _respaced(bare, call) else call
+                return self.call_without_parameters(call, bare)
             return self.choice([call, bare])
-        if not self.exact or set(tool.parameters.get("required") or ()) & set(tool.properties):
+        if set(tool.parameters.get("required") or ()) & set(tool.properties):
             return call
-        # Arguments that may all be left out: a call without any is written as the template writes one
-        # (its no-argument pattern, or the call pattern with the arguments left out where that is the
-        # same) where the call pattern with none keeps the whitespace on both sides of them (Qwen3-Coder:
-        # ``>\n</function>``, not ``>\n\n</function>``); with some, by the call pattern.
-        bare_form = self.facts.without_arguments
-        if bare_form is None:
-            return call
-        bare = self.sequence(bare_form, tool)
-        if not (_same_call(bare.sample, call.sample) and _respaced(bare, call)):
-            return call
-        self.some_arguments = True
-        try:
-            some = self.sequence(self.facts.call, tool)
-        finally:
-            self.some_arguments = False
-        return self.choice([some, bare])
+        return self.call_with_optional_arguments(tool, call)
 
     def sequence(self, form: FormFacts, tool: Tool) -> _Piece:
         return self.join([self.part(part, tool, form.value_stops(k)) for k, part in enumerate(form.parts)])
@@ -580,8 +539,8 @@ class _Builder:
                 assert_never(part)
 
     def marker(self, part: Marker) -> _Piece:
-        if not part.text and self.exact:  # whitespace alone between two fields
-            return _Piece(literal(part.lead + part.trail), spaced=part.lead + part.trail)
+        if not part.text and (spaced := self.whitespace_marker(part)) is not None:
+            return spaced
         return _Piece(literal(part.text), part.lead, part.trail, part.text, part.text, part.text, part.text)
 
     def name(self, part: Name, tool: Tool) -> _Piece:
@@ -594,10 +553,7 @@ class _Builder:
     def index(self, part: Index) -> _Piece:
         """The call's number, counted from ``part.base``: written exactly for the first calls (any
         digits past them, or where whitespace is flexible)."""
-        if self.exact and self.position is not None:
-            number = str(part.base + self.position)
-            return _Piece(literal(number), first=number, last=number, sample=number)
-        return _Piece(self.rules.add("index", _DIGITS), sample=str(part.base))
+        return self.written_number(part) or _Piece(self.rules.add("index", _DIGITS), sample=str(part.base))
 
     def json_args(self, part: JsonArgs, tool: Tool) -> _Piece:
         if part.encoding == "string":
@@ -722,11 +678,7 @@ class _Builder:
         known; ``next_argument``: how the next argument starts, where a raw string with nothing after
         it runs up to it."""
         pieces: list[_Piece] = []
-        if self.exact:
-            parts = _space_into_markers(form.parts)
-        else:
-            # Whitespace alone around a key or value is theirs: the parser trims what the template wrote.
-            parts = [part for part in form.parts if not (isinstance(part, Marker) and not part.text)]
+        parts = self.form_parts(form)
         i = 0
         while i < len(parts):
             item = parts[i]
@@ -783,14 +735,8 @@ class _Builder:
             return i + 1 + len(ends)
         if form.syntax == "raw" and ends:
             self.unchecked(schema, hint, "a value written as raw text")
-            # Raw text runs to the next marker and takes it in; whitespace around it is the text's
-            # (exact: but for the template's own, written before the text and before the marker).
-            if self.exact:
-                stop = ends[0].lead + ends[0].text
-            else:
-                stop = ends[0].text
-                if pieces:
-                    pieces[-1] = replace(pieces[-1], trail="")
+            # Raw text runs to the next marker and takes it in; whitespace around it is the text's.
+            stop = self.raw_stop(ends, pieces)
             pieces.append(_Piece(text_until(self.rules, "raw-text", stop), trail=ends[0].trail, last=ends[0].text))
             pieces.extend(self.markers(ends[1:]))
             return i + 1 + len(ends)  # the markers after it are taken
@@ -943,6 +889,177 @@ class _Builder:
         )
         outer = char_class(set("{}[]") | set(stops), negated=True)
         return self.rules.add("loose", f'( {outer} | "{{" {inner} "}}" | "[" {inner} "]" )*')
+
+
+class _ExactBuilder(_Builder):
+    """The template's own whitespace, wherever it writes some (the default ``exact`` mode)."""
+
+    def json_separators(self) -> tuple[str, ...]:
+        # Exact JSON needs the template's separators (and its indentation, where it indents); where the
+        # renders did not show them, the JSON keeps bounded whitespace between tokens.
+        return self.calls.json_separators
+
+    def space(self, written: str) -> str:
+        return literal(written) if written else ""
+
+    def gap(self, before: _Piece, after: _Piece) -> str:
+        return literal(before.trail or after.lead)  # two markers split at whitespace both hold it: it stands once
+
+    def calls_gap(self) -> str:
+        return self.space(self.calls.separator_space)
+
+    def section_tail(self, after: str) -> str:
+        return literal(after)
+
+    def content_text(self, text: str, words: tuple[str, ...]) -> str:
+        return optional(text)
+
+    def counts_calls(self) -> bool:
+        return any(isinstance(part, Index) for part in self.calls.call)
+
+    def eager(self, section: str, lead: str = "") -> str:
+        """The eager grammar, each part with the whitespace the template writes around it."""
+        reasoning = self.shape.reasoning
+        prefix = self.join(self.markers(self.shape.prefix))
+        switched_off = reasoning is None or reasoning.switched_off(self.thinking)
+
+        def before_calls(piece: _Piece) -> str:
+            """An optional reasoning block right before the calls, then whitespace up to them; without
+            it, the calls' own whitespace. What a template writes between a block's close and the calls
+            is not in the shape (the block's close is read from content turns, the calls' whitespace
+            from turns without a block), so there the whitespace is bounded, not exact."""
+            if not piece.expr:
+                return self.space(lead)
+            return choice([seq(piece.expr, self.rules.ws()), self.space(lead) or '""'])
+
+        # Every turn's start, and what every turn starts with (the prefix, read before the calls'
+        # region, so its whitespace and theirs follow each other).
+        written_first = optional(seq(prefix.expr, self.space(prefix.trail))) if prefix.expr else ""
+        start = seq(self.space(prefix.lead), written_first)
+        if switched_off:
+            return seq(start, self.space(lead), section)
+        assert reasoning is not None
+        close_trail = reasoning.close[-1].trail if reasoning.close else ""
+        after = self.join(self.markers(reasoning.after))
+        if not reasoning.opened_by_prompt(self.thinking):
+            # What follows the block (the next message's prefix, where the block is a message of its own).
+            block = self.join([_Piece(self.reasoning(), trail=close_trail), after])
+            if _empty_block(self.shape.prefix, reasoning):
+                # What every turn starts with is an empty block (Qwen3's ``<think>\n\n</think>``): it is a
+                # reasoning block, the one a turn may hold, not a second spelling before it (two
+                # alternatives starting alike, which a lexing reader cannot tell apart: it takes the
+                # longest and never gives it back).
+                return seq(self.space(prefix.lead), before_calls(block), section)
+            return seq(start, before_calls(block), section)
+        block = _Piece(self.reasoning(tuple(m.text for m in reasoning.after[:1])), trail=close_trail)
+        if not after.expr:
+            if _closes_block(self.shape.prefix, reasoning):
+                # Every turn closes the block the prompt opened before anything else (Nemotron-3-Nano's
+                # ``</think>``): the calls come after its close, never in it. (Calls at once would start
+                # like the block's text, ``\n<tool_call``, which a lexing reader cannot tell apart.)
+                return seq(block.expr, self.rules.ws(), section)
+            return seq(before_calls(block), section)
+        # What follows the block is the rest of every turn's prefix: its whitespace and the calls' follow
+        # each other, as the prefix's do.
+        rest = choice([seq(after.expr, self.space(after.trail), self.space(lead)), self.space(lead) or '""'])
+        return seq(optional(seq(block.expr, self.rules.ws())), rest, section)
+
+    def call_without_parameters(self, call: _Piece, bare: _Piece) -> _Piece:
+        # The template's own whitespace, which the call pattern with its arguments left out may not write
+        # (GLM's ``list_files\n</tool_call>``, where the pattern keeps a newline on each side of the
+        # absent arguments).
+        return bare if _respaced(bare, call) else call
+
+    def call_with_optional_arguments(self, tool: Tool, call: _Piece) -> _Piece:
+        # Arguments that may all be left out: a call without any is written as the template writes one
+        # (its no-argument pattern, or the call pattern with the arguments left out where that is the
+        # same) where the call pattern with none keeps the whitespace on both sides of them (Qwen3-Coder:
+        # ``>\n</function>``, not ``>\n\n</function>``); with some, by the call pattern.
+        bare_form = self.facts.without_arguments
+        if bare_form is None:
+            return call
+        bare = self.sequence(bare_form, tool)
+        if not (_same_call(bare.sample, call.sample) and _respaced(bare, call)):
+            return call
+        self.some_arguments = True
+        try:
+            some = self.sequence(self.facts.call, tool)
+        finally:
+            self.some_arguments = False
+        return self.choice([some, bare])
+
+    def whitespace_marker(self, part: Marker) -> _Piece | None:
+        return _Piece(literal(part.lead + part.trail), spaced=part.lead + part.trail)
+
+    def written_number(self, part: Index) -> _Piece | None:
+        if self.position is None:
+            return None
+        number = str(part.base + self.position)
+        return _Piece(literal(number), first=number, last=number, sample=number)
+
+    def form_parts(self, form: ArgumentShape) -> list[ArgPart]:
+        return _space_into_markers(form.parts)
+
+    def raw_stop(self, ends: Markers, pieces: list[_Piece]) -> str:
+        return ends[0].lead + ends[0].text  # the template's own whitespace, written before the marker
+
+
+class _FlexibleBuilder(_Builder):
+    """Bounded whitespace wherever the template writes some, and around values (``flexible`` mode)."""
+
+    value_space = " "
+
+    def json_separators(self) -> tuple[str, ...]:
+        return ()
+
+    def space(self, written: str) -> str:
+        return self.rules.ws() if written else ""
+
+    def gap(self, before: _Piece, after: _Piece) -> str:
+        return self.rules.ws_required() if needs_space(before.last, after.first) else self.rules.ws()
+
+    def calls_gap(self) -> str:
+        return self.rules.ws()
+
+    def section_tail(self, after: str) -> str:
+        return optional(self.rules.ws())
+
+    def content_text(self, text: str, words: tuple[str, ...]) -> str:
+        # Flexible whitespace may stand between two calls: text that starts with it, or with a watched
+        # word's first character, would start like one more call, which a lexing reader (taking the
+        # longest run and never giving it back) could not tell from the text.
+        first = char_class({" ", "\t", "\n", "\r"} | {word[0] for word in words}, negated=True)
+        return optional(seq(first, text))
+
+    def eager(self, section: str, lead: str = "") -> str:
+        """The eager grammar, with bounded whitespace around each part."""
+        reasoning = self.shape.reasoning
+        prefix = self.join(self.markers(self.shape.prefix))
+        switched_off = reasoning is None or reasoning.switched_off(self.thinking)
+        ws = self.rules.ws()
+        written_first = optional(seq(prefix.expr, ws)) if prefix.expr else ""
+        if switched_off:
+            return seq(ws, written_first, section)
+        assert reasoning is not None
+        rest = self.join(self.markers(reasoning.after)).expr
+        if not reasoning.opened_by_prompt(self.thinking):
+            closed = seq(self.reasoning(), ws, seq(rest, ws) if rest else "")
+            if _empty_block(self.shape.prefix, reasoning):  # as the exact grammar does
+                return seq(ws, optional(closed), section)
+            return seq(ws, written_first, optional(closed), section)
+        reasoning_block = self.reasoning(tuple(m.text for m in reasoning.after[:1]))
+        if _closes_block(self.shape.prefix, reasoning) and not rest:  # as the exact grammar does
+            return seq(ws, reasoning_block, ws, section)
+        return seq(ws, optional(seq(reasoning_block, ws)), optional(seq(rest, ws)), section)
+
+    def form_parts(self, form: ArgumentShape) -> list[ArgPart]:
+        # Whitespace alone around a key or value is theirs: the parser trims what the template wrote.
+        return [part for part in form.parts if not (isinstance(part, Marker) and not part.text)]
+
+    def raw_stop(self, ends: Markers, pieces: list[_Piece]) -> str:
+        if pieces:
+            pieces[-1] = replace(pieces[-1], trail="")  # the whitespace before the marker is the text's
+        return ends[0].text
 
 
 def _space_into_markers(parts: tuple[ArgPart, ...]) -> list[ArgPart]:
