@@ -6,6 +6,8 @@ so a test that imports nothing cannot miss an import that has not run yet."""
 from __future__ import annotations
 
 import ast
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,17 @@ def test_a_runtime_import_cycle_stops_generation_naming_the_modules(tmp_path: Pa
         (fixed / path.name).write_text(path.read_text())
     (fixed / "second.py").write_text("B = 2\n")
     assert codegen.runtime_modules(fixed) == ("second", "first", "third")
+
+
+def test_the_readme_names_every_module_where_it_tells_how_the_analysis_works() -> None:
+    """README's "How the analysis works" is the map of the package: each module is named there, by its
+    file name, so that a reader finds where each job lives (a new module without its line fails)."""
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## How the analysis works")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    modules = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
+    assert modules
+    # Modules of one file name in several folders (tools.py, engines.py) are each named once at least.
+    alike = Counter(p.name for p in modules)
+    unnamed = sorted({p.name for p in modules if len(re.findall(rf"\b{re.escape(p.name)}\b", section)) < alike[p.name]})
+    assert not unnamed, f"README's 'How the analysis works' names too few of: {', '.join(unnamed)}"
