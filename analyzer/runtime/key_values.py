@@ -289,7 +289,7 @@ def _value_of(group: FormGroup, context: ArgumentsContext, key: str, raw_value: 
     """The JSON value of an argument's text, by how it is written and the type declared for it."""
     if syntax == _DECODED:
         return raw_value
-    schema = context.properties.get(key, {}) if isinstance(context.properties, dict) else {}
+    schema = context.declared(key)
     json_type = schema.get("type") if isinstance(schema, dict) and isinstance(schema.get("type"), str) else None
     if json_type is None and len(group.types) == 1:
         json_type = next(iter(group.types))

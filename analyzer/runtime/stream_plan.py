@@ -23,7 +23,7 @@ from .shape_analysis import ByIdentity, analysis, closing_markers, leading_marke
 
 # The stream's states: each one's step is a method of Stream, and the plan keeps a row of waits for each.
 START, REASONING, CONTENT, SECTION, CALL, AFTER_CALL, AFTER_REASONING, ANSWER = range(8)
-STATE_COUNT = 8
+STATE_COUNT = ANSWER + 1
 # A markdown code fence, which models write around bare JSON where the format asks for none.
 FENCE = "```"
 
