@@ -58,6 +58,7 @@ def insertion(shorter: str, longer: str) -> Insertion | None:
 
 
 _DIGITS = re.compile(r"\d+")
+_DIGIT = re.compile(r"\d")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,15 +161,18 @@ def _cut_for(inserted: str, translated: str, offset: int, to_first: Callable[[st
 
 
 def _same_modulo_counters(expected: str, actual: str) -> tuple[tuple[int, str, str], ...] | None:
-    """Equal, or equal but for digit runs that count items; returns (run index, old, new) per counter."""
+    """Equal, or equal but for digit runs that count items; returns (run index, old, new) per counter.
+
+    A counter keeps its width (the renders count 0, 1, 2), digit for digit: the rule
+    ``repeated_unit``'s suffix scan compares by, so that every unit it can find is one this accepts.
+    """
     if expected == actual:
         return ()
-    if _DIGITS.sub("#", expected) != _DIGITS.sub("#", actual):
+    if len(expected) != len(actual) or _DIGIT.sub("#", expected) != _DIGIT.sub("#", actual):
         return None
     expected_runs = [m.group() for m in _DIGITS.finditer(expected)]
     actual_runs = [m.group() for m in _DIGITS.finditer(actual)]
-    # as many runs on both sides unless one text has a "#" where the other has digits: paired as far as both go
-    pairs = zip(expected_runs, actual_runs, strict=False)
+    pairs = zip(expected_runs, actual_runs, strict=True)  # the digits stand alike, so the runs pair one to one
     return tuple((k, e, a) for k, (e, a) in enumerate(pairs) if e != a)
 
 
