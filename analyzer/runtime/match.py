@@ -10,8 +10,6 @@ written one by one are read form by form in ``key_values.py``; here, and as they
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import re
 from collections.abc import Callable
@@ -36,7 +34,7 @@ from .shape import (
     id_pattern,
     unescape_name,
 )
-from .shape_analysis import follow, next_marker
+from .shape_analysis import ByIdentity, follow, next_marker
 from .steps import (
     NEED,
     Mismatch,
@@ -522,9 +520,11 @@ def _id_written_after(parts: tuple[Part, ...]) -> bool:
 
 # A name json.dumps writes between quotes as it is.
 _PLAIN_WORD = re.compile(r"[\w.:/-]*", re.ASCII)
+# What a layout reads, kept by its identity: hashing a layout costs more than a parse's lookups should.
+_HEADS: ByIdentity[JsonCall, tuple[str, str] | None] = ByIdentity()
+_READ_PATHS: ByIdentity[JsonCall, tuple[tuple[tuple[str, ...], ...], frozenset[str]]] = ByIdentity()
 
 
-@functools.lru_cache(maxsize=256)
 def _call_object_heads(layout: JsonCall) -> tuple[str, str] | None:
     """How a re-encoding writes a streamable call object up to its name, and from the name to its
     arguments (``{"name": `` and ``, "arguments": ``); None for other layouts."""
@@ -603,17 +603,23 @@ def _arguments_as_written(text: str, i: int, layout: JsonCall, call: Any, argume
     # Mostly the model writes the object as a re-encoding would, the name first: then the arguments
     # are where that puts them, and are that text, told without scanning (a JSON object ends where it
     # closes: the value there is this text).
-    with contextlib.suppress(ValueError):  # (json_text refuses NaN and infinities)
-        keys = _call_object_heads(layout)
-        name = call.get(layout.name_path[0]) if keys and isinstance(call, dict) else None
-        if keys and isinstance(name, str):
+    keys = _HEADS.get(layout, _call_object_heads, layout)
+    name = call.get(layout.name_path[0]) if keys and isinstance(call, dict) else None
+    if keys and isinstance(name, str):
+        try:
             quoted = f'"{name}"' if _PLAIN_WORD.fullmatch(name) else json_text(name)
             head = keys[0] + quoted + keys[1]
             if text.startswith(head, i) and text.startswith(encoded := json_text(arguments), i + len(head)):
                 return encoded
+        except ValueError:  # (json_text refuses NaN and infinities)
+            pass
     found = _call_object_arguments(text, i, layout, memo)
     if not isinstance(found, tuple):
         return ""
+    complete = complete_json_at(text, found[1], memo)  # strict JSON read in one pass at C speed
+    if isinstance(complete, tuple):
+        value, end = complete
+        return text[found[1] : end] if isinstance(value, dict) and value == arguments else ""
     end = value_end(text, found[1], memo)
     written = text[found[1] : end] if end > found[1] else ""
     if not written or not strict_object(written):
@@ -1104,7 +1110,6 @@ def _get(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-@functools.lru_cache(maxsize=256)
 def _read_paths(layout: JsonCall) -> tuple[tuple[tuple[str, ...], ...], frozenset[str]]:
     """The key paths a JSON call's layout reads, and the top-level keys it reads whole (no longer
     path runs through them)."""
@@ -1117,7 +1122,7 @@ def _read_paths(layout: JsonCall) -> tuple[tuple[tuple[str, ...], ...], frozense
 def _unread_members(call: dict[str, Any], layout: JsonCall) -> list[tuple[str, str]]:
     """Members of a JSON call that none of the layout's paths reads (a misspelled arguments key, an
     extra field): their text is reported, not dropped."""
-    read, whole = _read_paths(layout)
+    read, whole = _READ_PATHS.get(layout, _read_paths, layout)
     if whole.issuperset(call):
         return []  # every member is one the layout reads whole: the common case, answered at once
     found: list[tuple[str, str]] = []

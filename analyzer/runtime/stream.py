@@ -76,6 +76,9 @@ _FENCE_OPENING = re.compile(r"```([\w-]*)[ \t]*(?:\r?\n)?\s*")
 _FENCE_LANGUAGES = frozenset(("", "json"))
 # The last character of a call that has no closing text of its own (a JSON or Python value's end).
 _MAY_END_A_CALL = '}])"'
+# How a call opens where its name or its JSON object comes first (``_opens_call``).
+_NAME_START = re.compile(r"[A-Za-z_]")
+_OBJECT_WITH_KEY = re.compile(r'\{\s*"')
 _PIECE = 4096  # the most text fed to the state machine at once
 # The states whose step gives no delta for a buffer of whitespace alone (tests check it), and the
 # longest such buffer a feed leaves to a later one.
@@ -1261,14 +1264,14 @@ class Stream:
             if not final and any(name.startswith(rest) for name in names) and len(rest) < 64:
                 return NEED
             if not names:
-                return bool(re.match(r"[A-Za-z_]", rest)) if rest else (NEED if not final else False)
+                return bool(_NAME_START.match(rest)) if rest else (NEED if not final else False)
             return False
         if j >= len(buf):
             return NEED if not final else False
         if buf[j] != "{":
             return False
         head = buf[j : j + 40]
-        if re.match(r'\{\s*"', head):
+        if _OBJECT_WITH_KEY.match(head):
             return True
         return NEED if not final and len(head.strip()) < 3 else False
 
