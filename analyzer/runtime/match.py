@@ -100,6 +100,22 @@ _NAME_ENDS = re.compile(r"[^\w-]")
 class CallMatcher:
     """Matches the parts of one call; ``tools`` maps declared names to their parameter schemas."""
 
+    __slots__ = (
+        "_arguments_gate",
+        "_form_groups",
+        "_name_ends",
+        "_reader_gates",
+        "_steps",
+        "_written_names",
+        "call_separator",
+        "closers",
+        "names",
+        "next_call",
+        "parts",
+        "strict",
+        "tools",
+    )
+
     def __init__(
         self,
         parts: tuple[Part, ...],
@@ -397,7 +413,7 @@ class CallMatcher:
         if problem is not None:
             return problem
         # (read alike however the object was decoded: a stream's memo decides which way)
-        result.arguments_text = _arguments_as_written(text, i, part.layout, call, result.arguments, memo)
+        result.arguments_text = _arguments_as_written(text, i, part.layout, result.arguments, memo)
         return end
 
     def _call_object(self, call: Any, layout: JsonCall, result: CallMatch, i: int) -> Mismatch | None:
@@ -518,19 +534,21 @@ def _id_written_after(parts: tuple[Part, ...]) -> bool:
     return any(isinstance(p, CallId) or (isinstance(p, Index) and p.id_prefix is not None) for p in parts)
 
 
-# A name json.dumps writes between quotes as it is.
-_PLAIN_WORD = re.compile(r"[\w.:/-]*", re.ASCII)
+# A strict JSON string token: what json.loads reads as one string (no raw control character).
+_JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 # What a layout reads, kept by its identity: hashing a layout costs more than a parse's lookups should.
-_HEADS: ByIdentity[JsonCall, tuple[str, str] | None] = ByIdentity()
+_HEADS: ByIdentity[JsonCall, re.Pattern[str] | None] = ByIdentity()
 _READ_PATHS: ByIdentity[JsonCall, tuple[tuple[tuple[str, ...], ...], frozenset[str]]] = ByIdentity()
 
 
-def _call_object_heads(layout: JsonCall) -> tuple[str, str] | None:
-    """How a re-encoding writes a streamable call object up to its name, and from the name to its
-    arguments (``{"name": `` and ``, "arguments": ``); None for other layouts."""
+def _call_object_head(layout: JsonCall) -> re.Pattern[str] | None:
+    """A streamable call object's beginning up to its arguments object, the name first, with any
+    whitespace (``skip_ws``'s) between the tokens: where ``_call_object_arguments`` would find the
+    arguments, found in one pass at C speed. None for other layouts."""
     if not _streamable_layout(layout):
         return None
-    return f"{{{json_text(layout.name_path[0])}: ", f", {json_text(layout.arguments_path[0])}: "
+    name, arguments = (re.escape(json_text(path[0])) for path in (layout.name_path, layout.arguments_path))
+    return re.compile(rf"\{{\s*{name}\s*:\s*{_JSON_STRING}\s*,\s*{arguments}\s*:\s*(?=\{{)")
 
 
 def _streamable_layout(layout: JsonCall, fresh_ids: bool = False) -> bool:
@@ -563,12 +581,10 @@ def _call_object_arguments(
         k = skip_ws(text, k)
         if k == len(text):
             return NEED
-        key_end = value_end(text, k, memo) if text[k] == '"' else INVALID
-        if key_end == INCOMPLETE:
-            return NEED
-        key = _json_string(text[k:key_end]) if key_end >= 0 else None
-        if key is None:
-            return None
+        read = _string_at(text, k, memo) if text[k] == '"' else None
+        if not isinstance(read, tuple):
+            return read
+        key, key_end = read
         k = skip_ws(text, key_end)
         if k == len(text):
             return NEED
@@ -579,14 +595,16 @@ def _call_object_arguments(
             return NEED
         if key == layout.arguments_path[0]:
             return (name, value_at) if name is not None and text[value_at] == "{" else None
-        end = value_end(text, value_at, memo)
-        if end == INCOMPLETE:
-            return NEED
-        if end < 0:
-            return None
         if key == layout.name_path[0]:
-            name = _json_string(text[value_at:end])
-            if name is None:
+            read = _string_at(text, value_at, memo)
+            if not isinstance(read, tuple):
+                return read
+            name, end = read
+        else:
+            end = value_end(text, value_at, memo)
+            if end == INCOMPLETE:
+                return NEED
+            if end < 0:
                 return None
         k = skip_ws(text, end)
         if k == len(text):
@@ -596,36 +614,43 @@ def _call_object_arguments(
         k += 1
 
 
-def _arguments_as_written(text: str, i: int, layout: JsonCall, call: Any, arguments: Any, memo: Memo) -> str:
-    """The arguments of a strict JSON call object at ``i`` (decoded: ``call``) as the model wrote
-    them, where a stream could send them early (see ``_call_object_arguments``), so that what it sent
-    is their beginning; "" elsewhere (they are re-encoded)."""
-    # Mostly the model writes the object as a re-encoding would, the name first: then the arguments
-    # are where that puts them, and are that text, told without scanning (a JSON object ends where it
-    # closes: the value there is this text).
-    keys = _HEADS.get(layout, _call_object_heads, layout)
-    name = call.get(layout.name_path[0]) if keys and isinstance(call, dict) else None
-    if keys and isinstance(name, str):
-        try:
-            quoted = f'"{name}"' if _PLAIN_WORD.fullmatch(name) else json_text(name)
-            head = keys[0] + quoted + keys[1]
-            if text.startswith(head, i) and text.startswith(encoded := json_text(arguments), i + len(head)):
-                return encoded
-        except ValueError:  # (json_text refuses NaN and infinities)
-            pass
-    found = _call_object_arguments(text, i, layout, memo)
-    if not isinstance(found, tuple):
-        return ""
-    complete = complete_json_at(text, found[1], memo)  # strict JSON read in one pass at C speed
+def _arguments_as_written(text: str, i: int, layout: JsonCall, arguments: Any, memo: Memo) -> str:
+    """The arguments of a strict JSON call object at ``i`` as the model wrote them, where a stream
+    could send them early (see ``_call_object_arguments``), so that what it sent is their beginning;
+    "" elsewhere (they are re-encoded)."""
+    head = _HEADS.get(layout, _call_object_head, layout)
+    begun = head.match(text, i) if head is not None else None  # as models mostly write it
+    if begun is not None:
+        at = begun.end()
+    else:
+        found = _call_object_arguments(text, i, layout, memo)
+        if not isinstance(found, tuple):
+            return ""
+        at = found[1]
+    complete = complete_json_at(text, at, memo)  # strict JSON read in one pass at C speed
     if isinstance(complete, tuple):
         value, end = complete
-        return text[found[1] : end] if isinstance(value, dict) and value == arguments else ""
-    end = value_end(text, found[1], memo)
-    written = text[found[1] : end] if end > found[1] else ""
+        # The object may hold the arguments key twice: the text kept must be the one that was read.
+        return text[at:end] if isinstance(value, dict) and value == arguments else ""
+    end = value_end(text, at, memo)
+    written = text[at:end] if end > at else ""
     if not written or not strict_object(written):
         return ""
-    # The object may hold the arguments key twice: the text kept must be the one that was read.
     return written if json.loads(written) == arguments else ""
+
+
+def _string_at(text: str, k: int, memo: Memo) -> tuple[str, int] | Need | None:
+    """The strict JSON string at ``k`` and where it ends; NEED while it may still be arriving; None
+    where no such string stands."""
+    complete = complete_json_at(text, k, memo)  # the common case: whole, read at C speed
+    if isinstance(complete, tuple):
+        value, end = complete
+        return (value, end) if isinstance(value, str) else None
+    end = value_end(text, k, memo)
+    if end == INCOMPLETE:
+        return NEED
+    value = _json_string(text[k:end]) if end >= 0 else None
+    return (value, end) if value is not None else None
 
 
 def _json_string(written: str) -> str | None:
@@ -989,6 +1014,8 @@ class VariantMatcher(CallMatcher):
     tolerances ``kinds`` at the call's start on each call it reads. ``token_slot``: the part a
     token of the header's bracketing may stand before (its index, the token's regex), recorded as
     ``header_token`` where one does."""
+
+    __slots__ = ("kinds",)
 
     def __init__(
         self,

@@ -37,13 +37,20 @@ Step = int | Need | Mismatch
 Texts = tuple[str, ...]  # texts any of which may stand at a place (what may follow a part)
 
 
+_WHITESPACE = re.compile(r"\s*")
 # A name with nothing written after it to end it: a run of word characters (any script), dots, dashes.
 WORD_NAME = re.compile(r"[\w.\-]+")
 
 
 def skip_ws(text: str, i: int) -> int:
-    while i < len(text) and text[i].isspace():
+    n = len(text)
+    if i < n and text[i].isspace():
         i += 1
+        if i < n and text[i].isspace():
+            # A run (indented JSON): one search at C speed, not a loop per character. ``\s`` is
+            # exactly what ``str.isspace`` accepts.
+            run = _WHITESPACE.match(text, i)
+            return run.end() if run else i
     return i
 
 
@@ -58,9 +65,8 @@ def match_literal(text: str, i: int, literal: Markers, final: bool) -> Step:
 
 def match_word(text: str, i: int, word: str, final: bool) -> Step:
     """One marker's text after whitespace (the step of ``match_literal`` for each marker)."""
-    j = i
-    while j < len(text) and text[j].isspace():  # skip_ws, inline: this runs several times a call
-        j += 1
+    # (skip_ws called only where whitespace stands: this runs several times a call)
+    j = skip_ws(text, i) if i < len(text) and text[i].isspace() else i
     if text.startswith(word, j):
         return j + len(word)
     rest = text[j : j + len(word)]  # no copy of all the rest: this runs at every candidate

@@ -114,27 +114,71 @@ class Stream:
     a prefill; see ``Prefill``), which the output continues. ``message`` is then the whole message,
     the prefill's text and what the output adds; the deltas carry only what the output adds."""
 
-    # State most parses never change, set on the instance only when it does (a stream is made per
-    # parse, and each assignment in __init__ is paid by every one):
-    _waiting_word = ""  # reasoning: the word a call under way starts with
-    _call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
-    _opener_checked = False  # the start of reasoning (or of the output) was read for a marker
-    _reasoned = False  # some reasoning text was read
-    _reasoned_block = False  # a reasoning block was closed
-    _header_checked = False  # the start of the output was read for the prompt's last marker again
-    _listless = False  # a JSON list section was opened without its bracket
-    _inline = False  # reasoning is left inline, as content
-    _inline_opener = ""  # the opener the prompt wrote, still to be written inline
-    _streaming: _StreamedCall | None = None  # the call whose arguments are being sent as they arrive
-    _no_stream = False  # the call being read is sent when complete
-    _header_from = 0  # where a character that may open the call's arguments is looked for next
-    # The characters one of which must arrive before the call's arguments may send more: None, any;
-    # ASLEEP, none (not streamed, or read to their end).
-    _wake: re.Pattern[str] | None = None
-    # Where the text the arguments' reader may not read yet starts, while it may begin a closing text
-    # (-1: none held): until it no longer does, the reader has nothing new.
-    _held_at = -1
-    _streamed_to = -1  # how long the buffer was when the arguments were last read
+    # Slots: a stream is made per parse and its state read at every step; an instance dict this
+    # large is read more slowly than slots are (benchmarks/parser_speed.py).
+    __slots__ = (
+        "_after_reasoning_read",
+        "_answer_at",
+        "_answer_closed",
+        "_answer_opener",
+        "_buf",
+        "_call_completer",
+        "_call_ender",
+        "_call_ender_after",
+        "_call_form",
+        "_call_held",
+        "_call_may_end",
+        "_call_opener",
+        "_call_start",
+        "_call_words",
+        "_calls",
+        "_candidate_scan",
+        "_content_started",
+        "_ender_scan",
+        "_fed",
+        "_fenced",
+        "_fences",
+        "_header_checked",
+        "_header_from",
+        "_held_at",
+        "_held_reasoning_ws",
+        "_held_ws",
+        "_inline",
+        "_inline_opener",
+        "_json_opener",
+        "_listless",
+        "_longest",
+        "_matcher",
+        "_memo",
+        "_named_after",
+        "_no_stream",
+        "_opened_by_prompt",
+        "_opener_checked",
+        "_plan",
+        "_prefix_read",
+        "_reasoned",
+        "_reasoned_block",
+        "_reasoning_longest",
+        "_reasoning_watch",
+        "_retry_length",
+        "_scan_from",
+        "_schemas_reported",
+        "_state",
+        "_streamed_to",
+        "_streaming",
+        "_surrogates",
+        "_turn_end",
+        "_waiting_call",
+        "_waiting_word",
+        "_waits_longest",
+        "_wake",
+        "_watch",
+        "message",
+        "shape",
+        "strict",
+        "tools",
+        "validate",
+    )
 
     def __init__(
         self,
@@ -149,6 +193,25 @@ class Stream:
         continuing: Mapping[str, Any] | Prefill | None = None,
         fresh_ids: bool = False,
     ):
+        self._waiting_word = ""  # reasoning: the word a call under way starts with
+        self._call_held = False  # reasoning: a complete call at the buffer's start, in a block not closed yet
+        self._opener_checked = False  # the start of reasoning (or of the output) was read for a marker
+        self._reasoned = False  # some reasoning text was read
+        self._reasoned_block = False  # a reasoning block was closed
+        self._header_checked = False  # the start of the output was read for the prompt's last marker again
+        self._listless = False  # a JSON list section was opened without its bracket
+        self._inline = False  # reasoning is left inline, as content
+        self._inline_opener = ""  # the opener the prompt wrote, still to be written inline
+        self._streaming: _StreamedCall | None = None  # the call whose arguments are being sent as they arrive
+        self._no_stream = False  # the call being read is sent when complete
+        self._header_from = 0  # where a character that may open the call's arguments is looked for next
+        # The characters one of which must arrive before the call's arguments may send more: None, any;
+        # ASLEEP, none (not streamed, or read to their end).
+        self._wake: re.Pattern[str] | None = None
+        # Where the text the arguments' reader may not read yet starts, while it may begin a closing text
+        # (-1: none held): until it no longer does, the reader has nothing new.
+        self._held_at = -1
+        self._streamed_to = -1  # how long the buffer was when the arguments were last read
         if inline_reasoning:
             # Reasoning left inline: it and its markers are content, the opener the prompt wrote first.
             self._inline = True
