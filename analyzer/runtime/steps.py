@@ -72,7 +72,16 @@ def match_word(text: str, i: int, word: str, final: bool) -> Step:
     rest = text[j : j + len(word)]  # no copy of all the rest: this runs at every candidate
     if not final and word.startswith(rest) and j + len(rest) == len(text):
         return NEED
-    return Mismatch(f"expected {word!r}")
+    expected = _EXPECTED.get(word)
+    if expected is None:
+        if len(_EXPECTED) >= 4096:
+            _EXPECTED.clear()
+        expected = _EXPECTED[word] = Mismatch(f"expected {word!r}")
+    return expected
+
+
+# One Mismatch per marker, made once (it is immutable): a probe that finds another marker is common.
+_EXPECTED: dict[str, Mismatch] = {}
 
 
 def names_as_written(names: list[str], escapes: Escapes) -> list[tuple[str, str]]:
