@@ -28,6 +28,7 @@ class ToolSchemas:
                 self.schemas[name] = parameters if isinstance(parameters, dict) else {}
         self._problems: dict[str, str] = {}
         self._acceptors: dict[str, Callable[[object], bool] | None] = {}
+        self.name_tuple = tuple(self.schemas)  # the declared names, for one ``startswith`` test
 
     def __bool__(self) -> bool:
         return bool(self.schemas)

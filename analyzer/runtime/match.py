@@ -619,7 +619,9 @@ def _arguments_as_written(text: str, i: int, layout: JsonCall, arguments: Any, m
     could send them early (see ``_call_object_arguments``), so that what it sent is their beginning;
     "" elsewhere (they are re-encoded)."""
     head = _HEADS.get(layout, _call_object_head, layout)
-    begun = head.match(text, i) if head is not None else None  # as models mostly write it
+    if head is None:
+        return ""  # a layout whose arguments no stream sends early
+    begun = head.match(text, i)  # as models mostly write it
     if begun is not None:
         at = begun.end()
     else:

@@ -564,12 +564,11 @@ class Stream:
         buf = self._buf
         if self._calls is not None and self._calls.trigger.tool_name:
             head = skip_ws(buf, 0)
-            names = self.tools.names()
-            if any(buf.startswith(name, head) for name in names):
+            if buf.startswith(self.tools.name_tuple, head):
                 self._call_start = head
                 self._state = CALL
                 return
-            if not final and any(name.startswith(buf[head:]) for name in names):
+            if not final and any(name.startswith(buf[head:]) for name in self.tools.name_tuple):
                 return
         self._state = CONTENT
 
@@ -824,7 +823,7 @@ class Stream:
     def _finish_content(self, deltas: list[Delta], text: str) -> None:
         """The last content. An output that ends on the start of a call's opening marker (a reply cut
         at n_predict inside ``<tool_call``) ends inside a call: that text is reported, not content."""
-        cut = partial_suffix(text, self._call_words) if self._call_words else 0
+        cut = partial_suffix(text, self._call_words) if text and self._call_words else 0
         if cut >= 2:
             self._emit_content(deltas, text[:-cut], closing=True)
             self._error(
@@ -1320,9 +1319,9 @@ class Stream:
             return NEED if step is NEED else isinstance(step, int)
         first = self._calls.call[0] if self._calls.call else None
         if isinstance(first, Name):
-            names = self.tools.names()
+            names = self.tools.name_tuple
             rest = buf[j : j + 64]
-            if any(rest.startswith(name) for name in names):
+            if rest.startswith(names):
                 return True
             if not final and any(name.startswith(rest) for name in names) and len(rest) < 64:
                 return NEED
