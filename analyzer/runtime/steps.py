@@ -65,8 +65,12 @@ def match_literal(text: str, i: int, literal: Markers, final: bool) -> Step:
 
 def match_word(text: str, i: int, word: str, final: bool) -> Step:
     """One marker's text after whitespace (the step of ``match_literal`` for each marker)."""
-    # (skip_ws called only where whitespace stands: this runs several times a call)
-    j = skip_ws(text, i) if i < len(text) and text[i].isspace() else i
+    # skip_ws, inline for one character (this runs several times a call), called for a run
+    j = i
+    if j < len(text) and text[j].isspace():
+        j += 1
+        if j < len(text) and text[j].isspace():
+            j = skip_ws(text, j)
     if text.startswith(word, j):
         return j + len(word)
     rest = text[j : j + len(word)]  # no copy of all the rest: this runs at every candidate
