@@ -33,9 +33,6 @@ class ToolSchemas:
     def __bool__(self) -> bool:
         return bool(self.schemas)
 
-    def names(self) -> list[str]:
-        return list(self.schemas)
-
     def properties(self, name: str) -> dict[str, Any]:
         properties = self.schemas.get(name, {}).get("properties")
         return properties if isinstance(properties, dict) else {}

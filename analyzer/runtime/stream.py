@@ -944,7 +944,7 @@ class Stream:
             self._call_start = 0
             self._state = CALL
             return
-        if calls is not None and calls.separator and word == self._named_after and self.tools.names():
+        if calls is not None and calls.separator and word == self._named_after and self.tools.name_tuple:
             # Calls that open with a name where the output starts: after content, a call stands behind
             # the separator, as every call but the first does (a declared name, as at the start).
             step = match_literal(buf, 0, calls.separator, final)

@@ -155,7 +155,7 @@ class StreamPlan:
         self.call_completer = self.call_ender[-1:] or (last[0] if len(set(last)) == 1 else "")
         # Between two calls, and what a call opens with: where a raw value may end with its call.
         separator = calls.separator[0].text if calls and calls.separator else ""
-        opens = (self.call_opener,) if self.call_opener else tuple(tools.names())
+        opens = (self.call_opener,) if self.call_opener else tools.name_tuple
 
         def matcher_of(parts: tuple[Part, ...] | None) -> CallMatcher | None:
             if facts is None or not parts:
