@@ -40,7 +40,7 @@ from analyzer.errors import (
     ServerTimeout,
     ServerUnreachable,
 )
-from analyzer.lower import lower
+from analyzer.lower import lowered
 from analyzer.render.conversation import Renderer, Spelling, check_conversation, non_text_part
 from analyzer.render.sandbox import DEFAULT_BOS
 from analyzer.runtime.call_forms import IdForm
@@ -210,7 +210,7 @@ def prepare(
         thinking=thinking,
         extra=request.template_kwargs or None,
     )
-    shape = lower(description)
+    shape = lowered(description)
     grammar = (
         to_grammar(
             shape,

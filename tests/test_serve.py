@@ -58,6 +58,13 @@ def serve_url(analysed: dict[str, tuple[Template, Any]], stand_in: ThreadingHTTP
         yield base
 
 
+def test_requests_share_one_lowered_shape(analysed: dict[str, tuple[Template, Any]]) -> None:
+    """A server's description is lowered once: the parser's tables are kept by the shape's identity."""
+    template, description = analysed[QWEN]
+    first, second = (prepare(template, description, ChatRequest(ASKED, [WEATHER])) for _ in range(2))
+    assert first.parser.shape is second.parser.shape
+
+
 def _client(base: str, **options: Any) -> openai.OpenAI:
     return openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, **options)
 

@@ -303,12 +303,6 @@ def readable(text: str) -> str:
     return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
-def decode_arguments(text: str, encoding: str) -> dict[str, Any]:
-    """Arguments as a dict. A JSON string holding the object (written by the template, or by a model
-    that encoded it twice) is decoded once more."""
-    return read_arguments(text, encoding)[0]
-
-
 def read_arguments(text: str, encoding: str, *, strict: bool = False) -> tuple[dict[str, Any], bool, bool]:
     """Arguments written in ``encoding`` ("object": a JSON object, "string": a JSON string holding one,
     "python": a Python dict), as a dict; and whether they were written in the other literal syntax,
